@@ -1,0 +1,40 @@
+# Two entry points, both self-contained on a fresh machine: `make run`, `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+TSTAMP := $(VENV)/.installed-test
+
+.PHONY: run test venv testenv browser clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q -e .
+	touch $@
+
+$(TSTAMP): pyproject.toml | $(PY)
+	$(PIP) install -q -e '.[test]'
+	touch $@ $(STAMP)
+
+venv: $(STAMP)
+testenv: $(TSTAMP)
+
+# Debian's Chromium for the browser tests (a test tool's own browser download fails here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "chromium missing: apt-get install chromium (browser tests will fail)"; fi; }
+
+run: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py runprover --demo
+
+test: testenv browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) data test-artifacts

@@ -1,0 +1,20 @@
+"""Liveness and the local engine's status as JSON."""
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+from gpu_engine import runtime
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"ok": True, "engine_running": runtime.local_tracker() is not None})
+
+
+@require_GET
+def api_status(request: HttpRequest) -> JsonResponse:
+    snap = runtime.local_snapshot()
+    if snap is None:
+        return JsonResponse({"error": "no engine is running in this process"}, status=503)
+    return JsonResponse(snap)

@@ -1,0 +1,4 @@
+"""WebSocket routes (the status consumer is added by the panel)."""
+from __future__ import annotations
+
+websocket_urlpatterns: list = []

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from statuspanel import health
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("api/status", health.api_status, name="api-status"),
+]

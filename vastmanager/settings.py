@@ -1,0 +1,137 @@
+"""One settings module, driven by environment variables (see README "Configuration").
+
+Embedded default: SQLite in the data directory, in-memory channel layer, local-memory cache.
+Scale-out: DATABASE_URL (PostgreSQL) and REDIS_URL switch the database, channel layer and cache.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from vastmanager.env import env_bool, env_float, env_int, env_list, env_str, persistent_secret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("VASTMANAGER_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+SECRET_KEY = env_str("SECRET_KEY") or persistent_secret(DATA_DIR / "secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "gpu_engine",
+    "statuspanel",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "vastmanager.urls"
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "vastmanager.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite waits and serializes writers (engine, history writer, API share one file).
+_SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'vastmanager.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(DATA_DIR / "test-vastmanager.sqlite3")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+REDIS_PREFIX = env_str("REDIS_PREFIX", "vastmanager")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "max_connections": env_int("REDIS_MAX_CONNECTIONS", 20)}],
+                "prefix": f"{REDIS_PREFIX}:asgi",
+            },
+        }
+    }
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": REDIS_PREFIX,
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "vastmanager"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+
+# --- engine and panel -------------------------------------------------------
+# API token; when unset, runprover generates one and keeps it in DATA_DIR/api_token.
+VASTMANAGER_TOKEN = env_str("VASTMANAGER_TOKEN")
+# Seconds finished jobs stay in the live view.
+TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
+# Publisher heartbeat; the cache TTL of a snapshot is two heartbeats (liveness).
+HEARTBEAT_SECS = env_float("HEARTBEAT_SECS", 2.0)
+# Lease on a claimed job, renewed by the engine's heartbeat.
+JOB_LEASE_SECS = env_float("JOB_LEASE_SECS", 30.0)
+# Circuit size multiplier (1 = small CPU default; raise for a GPU).
+CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
+PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}
