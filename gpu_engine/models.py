@@ -1,0 +1,146 @@
+"""The durable queue and the history: every job is a row before it is acknowledged.
+
+Claims, leases and status changes go through `gpu_engine.queue`, which keeps them atomic; these
+classes only describe the rows.
+"""
+from __future__ import annotations
+
+from django.db import models
+
+from gpu_engine.kinds import PROOF_KINDS
+
+JOB_ID_MAX = 128
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED})
+
+KIND_CHOICES = [(k.name, k.label) for k in PROOF_KINDS.values()]
+
+
+class ProofJob(models.Model):
+    """One proof request: its place in the queue, its claim, its result and its timings."""
+
+    job_id = models.CharField(max_length=JOB_ID_MAX, unique=True)
+    proof_kind = models.CharField(max_length=32, choices=KIND_CHOICES)
+    priority = models.IntegerField(default=0, help_text="Higher is claimed first.")
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total_partitions = models.PositiveIntegerField(default=1)
+
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    claimed_by = models.CharField(max_length=128, blank=True, default="", help_text="Engine id holding the lease.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="Claims so far (a lost lease counts).")
+
+    error = models.TextField(blank=True, default="")
+    bundle = models.JSONField(null=True, blank=True, help_text="The proof bundle (exchange format).")
+    verified = models.BooleanField(default=False)
+    timings = models.JSONField(default=dict, blank=True, help_text="Per-phase totals and means in ms.")
+
+    class Meta:
+        ordering = ["-submitted_at"]
+        indexes = [
+            models.Index(fields=["status", "-priority", "submitted_at"], name="proofjob_claim_order"),
+            models.Index(fields=["status", "lease_expires_at"], name="proofjob_lease"),
+            models.Index(fields=["proof_kind", "status"], name="proofjob_kind_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} ({self.proof_kind}, {self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    def duration_secs(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    def to_dict(self, *, include_bundle: bool = False) -> dict:
+        """The API's view of a job (the bundle only on request: it is large)."""
+        data = {
+            "job_id": self.job_id,
+            "proof_kind": self.proof_kind,
+            "priority": self.priority,
+            "status": self.status,
+            "total_partitions": self.total_partitions,
+            "submitted_at": _iso(self.submitted_at),
+            "claimed_at": _iso(self.claimed_at),
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
+            "claimed_by": self.claimed_by or None,
+            "lease_expires_at": _iso(self.lease_expires_at),
+            "attempts": self.attempts,
+            "error": self.error or None,
+            "verified": self.verified,
+            "timings": self.timings or {},
+            "has_proof": self.bundle is not None,
+        }
+        if include_bundle:
+            data["bundle"] = self.bundle
+        return data
+
+
+class PartitionState(models.TextChoices):
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    RETRIED = "retried", "Retried"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class PartitionRun(models.Model):
+    """One attempt at one partition: where it ran and how long each phase took."""
+
+    job = models.ForeignKey(ProofJob, on_delete=models.CASCADE, related_name="partition_runs")
+    index = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=PartitionState.choices)
+    synth_ms = models.FloatField(null=True, blank=True)
+    gpu_ms = models.FloatField(null=True, blank=True)
+    finalize_ms = models.FloatField(null=True, blank=True)
+    worker_id = models.CharField(max_length=128, blank=True, default="")
+    gpu_ordinal = models.IntegerField(null=True, blank=True)
+    engine_id = models.CharField(max_length=128, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job_id", "index", "recorded_at"]
+        indexes = [models.Index(fields=["job", "index"], name="partitionrun_job_index")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}#{self.index} {self.state}"
+
+
+class EngineHost(models.Model):
+    """An engine process that has run against this database; `last_heartbeat` says if it still does."""
+
+    engine_id = models.CharField(max_length=128, unique=True)
+    hostname = models.CharField(max_length=255, blank=True, default="")
+    backend = models.CharField(max_length=16, blank=True, default="")
+    workers = models.PositiveIntegerField(default=0)
+    pid = models.IntegerField(null=True, blank=True)
+    started_at = models.DateTimeField()
+    last_heartbeat = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["engine_id"]
+
+    def __str__(self) -> str:
+        return self.engine_id
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
