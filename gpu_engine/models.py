@@ -86,7 +86,7 @@ class ProofJob(models.Model):
             "error": self.error or None,
             "verified": self.verified,
             "timings": self.timings or {},
-            "has_proof": self.bundle is not None,
+            "has_proof": self.verified,  # set only together with the bundle
         }
         if include_bundle:
             data["bundle"] = self.bundle

@@ -5,6 +5,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from gpu_engine import runtime
+from statuspanel.auth import api_auth_required
 
 
 @require_GET
@@ -12,6 +13,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True, "engine_running": runtime.local_tracker() is not None})
 
 
+@api_auth_required
 @require_GET
 def api_status(request: HttpRequest) -> JsonResponse:
     snap = runtime.local_snapshot()

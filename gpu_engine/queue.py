@@ -1,0 +1,245 @@
+"""The durable queue: submission, atomic claims, leases, and the guarded status changes.
+
+Every state change of a claimed job is a conditional UPDATE that names the engine holding the
+lease, so an engine whose lease was taken over (it stalled, another engine re-claimed the job)
+can never overwrite the newer owner's result: a job ends with exactly one bundle.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from typing import Any, Iterable
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from gpu_engine.kinds import PROOF_KINDS, get_kind
+from gpu_engine.models import FINAL_STATUSES, JOB_ID_MAX, JobStatus, ProofJob
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$")
+PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+CLAIM_ORDER = ("-priority", "submitted_at", "id")
+
+
+class JobError(ValueError):
+    """A request about a job that cannot be honoured; `status` is the HTTP status it maps to."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def max_attempts() -> int:
+    return int(getattr(settings, "JOB_MAX_ATTEMPTS", 3))
+
+
+def validate_job_id(job_id: Any) -> str:
+    if not isinstance(job_id, str):
+        raise JobError(f"job_id must be a string, got {type(job_id).__name__}")
+    if not job_id:
+        raise JobError("job_id must not be empty")
+    if len(job_id) > JOB_ID_MAX:
+        raise JobError(f"job_id is {len(job_id)} characters long; the limit is {JOB_ID_MAX}")
+    if not JOB_ID_RE.match(job_id):
+        raise JobError(
+            "job_id may contain only letters, digits and . _ : @ + - (and must start with a letter or digit)"
+        )
+    return job_id
+
+
+def validate_priority(priority: Any) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise JobError(f"priority must be an integer, got {priority!r}")
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise JobError(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}")
+    return priority
+
+
+def validate_kind(kind: Any) -> str:
+    if not isinstance(kind, str):
+        raise JobError(f"proof_kind must be a string; valid kinds: {', '.join(PROOF_KINDS)}")
+    try:
+        return get_kind(kind).name
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+
+
+def new_job_id(kind: str) -> str:
+    return f"{kind}-{uuid.uuid4().hex[:16]}"
+
+
+def submit_job(proof_kind: Any, job_id: Any = None, priority: Any = None) -> tuple[ProofJob, bool]:
+    """Store a job (queued) and return it with `created`; the same id again returns the stored job.
+
+    Idempotent like a request id: resubmitting an id with a different kind is a conflict (409),
+    since answering with a job of another kind would hide a caller's bug.
+    """
+    kind = get_kind(validate_kind(proof_kind))
+    jid = new_job_id(kind.name) if job_id is None else validate_job_id(job_id)
+    prio = kind.priority if priority is None else validate_priority(priority)
+    existing = ProofJob.objects.filter(job_id=jid).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                job = ProofJob.objects.create(
+                    job_id=jid, proof_kind=kind.name, priority=prio, total_partitions=kind.partitions
+                )
+            return job, True
+        except IntegrityError:
+            existing = ProofJob.objects.get(job_id=jid)
+    if existing.proof_kind != kind.name:
+        raise JobError(f"job {jid!r} already exists with proof kind {existing.proof_kind!r}", status=409)
+    return existing, False
+
+
+def claim_next(engine_id: str, lease_secs: float | None = None) -> ProofJob | None:
+    """Atomically take the best queued job (priority, then age) for `engine_id`, or None."""
+    lease = float(lease_secs if lease_secs is not None else settings.JOB_LEASE_SECS)
+    if connection.features.has_select_for_update_skip_locked:
+        return _claim_skip_locked(engine_id, lease)
+    return _claim_conditional(engine_id, lease)
+
+
+def _claim_fields(engine_id: str, lease: float) -> dict[str, Any]:
+    now = timezone.now()
+    return {
+        "status": JobStatus.RUNNING,
+        "claimed_by": engine_id,
+        "claimed_at": now,
+        "started_at": now,
+        "lease_expires_at": now + timedelta(seconds=lease),
+        "attempts": F("attempts") + 1,
+        "error": "",
+    }
+
+
+def _claim_skip_locked(engine_id: str, lease: float) -> ProofJob | None:
+    """PostgreSQL: lock the first unlocked queued row; concurrent claimers skip it."""
+    with transaction.atomic():
+        pk = (
+            ProofJob.objects.select_for_update(skip_locked=True)
+            .filter(status=JobStatus.QUEUED)
+            .order_by(*CLAIM_ORDER)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if pk is None:
+            return None
+        ProofJob.objects.filter(pk=pk).update(**_claim_fields(engine_id, lease))
+    return ProofJob.objects.get(pk=pk)
+
+
+def _claim_conditional(engine_id: str, lease: float) -> ProofJob | None:
+    """SQLite: UPDATE ... WHERE status='queued' on a candidate; a lost race moves to the next one."""
+    for _ in range(5):
+        candidates = list(
+            ProofJob.objects.filter(status=JobStatus.QUEUED).order_by(*CLAIM_ORDER).values_list("pk", flat=True)[:8]
+        )
+        if not candidates:
+            return None
+        for pk in candidates:
+            if ProofJob.objects.filter(pk=pk, status=JobStatus.QUEUED).update(**_claim_fields(engine_id, lease)):
+                return ProofJob.objects.get(pk=pk)
+    return None
+
+
+def renew_leases(engine_id: str, pks: Iterable[int], lease_secs: float | None = None) -> set[int]:
+    """Extend the leases this engine still holds; return the pks it no longer holds (cancelled, lost)."""
+    pks = set(pks)
+    if not pks:
+        return set()
+    lease = float(lease_secs if lease_secs is not None else settings.JOB_LEASE_SECS)
+    held = ProofJob.objects.filter(pk__in=pks, status=JobStatus.RUNNING, claimed_by=engine_id)
+    held.update(lease_expires_at=timezone.now() + timedelta(seconds=lease))
+    still = set(
+        ProofJob.objects.filter(pk__in=pks, status=JobStatus.RUNNING, claimed_by=engine_id).values_list("pk", flat=True)
+    )
+    return pks - still
+
+
+def requeue_expired(now=None) -> tuple[int, int]:
+    """Put running jobs whose lease ran out back in the queue, or fail those out of attempts.
+
+    Returns (requeued, failed). Each row is changed by an UPDATE that re-checks the expiry, so a
+    lease renewed in between is left alone.
+    """
+    now = now or timezone.now()
+    limit = max_attempts()
+    requeued = failed = 0
+    expired = ProofJob.objects.filter(status=JobStatus.RUNNING, lease_expires_at__lt=now)
+    for pk, attempts, owner in expired.values_list("pk", "attempts", "claimed_by"):
+        guard = ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, lease_expires_at__lt=now)
+        if attempts >= limit:
+            failed += guard.update(
+                status=JobStatus.FAILED,
+                finished_at=now,
+                lease_expires_at=None,
+                error=f"lease of engine {owner!r} expired on attempt {attempts} of {limit}; giving up",
+            )
+        else:
+            requeued += guard.update(status=JobStatus.QUEUED, claimed_by="", lease_expires_at=None)
+    return requeued, failed
+
+
+def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any]) -> bool:
+    """Store the verified bundle and mark the job done, only if `engine_id` still holds it."""
+    return bool(
+        ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id).update(
+            status=JobStatus.DONE,
+            bundle=bundle,
+            verified=True,
+            timings=timings,
+            finished_at=timezone.now(),
+            lease_expires_at=None,
+            error="",
+        )
+    )
+
+
+def fail_job(pk: int, engine_id: str, error: str, timings: dict[str, Any] | None = None) -> bool:
+    fields: dict[str, Any] = {
+        "status": JobStatus.FAILED,
+        "error": error,
+        "finished_at": timezone.now(),
+        "lease_expires_at": None,
+    }
+    if timings is not None:
+        fields["timings"] = timings
+    return bool(ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id).update(**fields))
+
+
+def return_job(pk: int, engine_id: str) -> bool:
+    """Give a claimed job back unproved (graceful shutdown); the attempt does not count."""
+    return bool(
+        ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id).update(
+            status=JobStatus.QUEUED,
+            claimed_by="",
+            lease_expires_at=None,
+            attempts=F("attempts") - 1,
+        )
+    )
+
+
+def cancel_job(job_id: str) -> ProofJob:
+    """Cancel a queued or running job (a running engine notices at its next heartbeat)."""
+    job = ProofJob.objects.filter(job_id=job_id).first()
+    if job is None:
+        raise JobError(f"no job with id {job_id!r}", status=404)
+    updated = ProofJob.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now(), lease_expires_at=None, error="cancelled"
+    )
+    job.refresh_from_db()
+    if not updated and job.status != JobStatus.CANCELLED:
+        raise JobError(f"job {job_id!r} is already {job.status}; only queued or running jobs can be cancelled", 409)
+    return job
+
+
+def queue_depth() -> int:
+    return ProofJob.objects.filter(status=JobStatus.QUEUED).count()
+
+
+def is_final(status: str) -> bool:
+    return status in FINAL_STATUSES

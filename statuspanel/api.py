@@ -1,0 +1,164 @@
+"""The job API: submit, list, inspect, fetch the proof, cancel. JSON in, JSON out.
+
+Errors are `{"error": "..."}` with the status code that says what went wrong (400 bad input,
+401 no credentials, 404 unknown job, 405 wrong method, 409 conflicting state).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from gpu_engine import queue
+from gpu_engine.kinds import PROOF_KINDS
+from gpu_engine.models import JobStatus, ProofJob
+from statuspanel.auth import api_auth_required
+
+SUBMIT_FIELDS = {"proof_kind", "job_id", "priority"}
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+
+
+def error(message: str, status: int, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def methods(*allowed: str) -> Callable:
+    """Like require_http_methods, but answers 405 in JSON with an Allow header."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in allowed:
+                response = error(f"method {request.method} not allowed; use {', '.join(allowed)}", 405)
+                response["Allow"] = ", ".join(allowed)
+                return response
+            return view(request, *args, **kwargs)
+
+        wrapper.__name__ = view.__name__
+        wrapper.__doc__ = view.__doc__
+        return wrapper
+
+    return decorate
+
+
+def _get_job(job_id: str) -> ProofJob | None:
+    return ProofJob.objects.filter(job_id=job_id).first()
+
+
+def _not_found(job_id: str) -> JsonResponse:
+    return error(f"no job with id {job_id!r}", 404)
+
+
+def _parse_body(request: HttpRequest) -> dict[str, Any]:
+    try:
+        body = json.loads(request.body.decode("utf-8") or "null")
+    except UnicodeDecodeError:
+        raise queue.JobError("request body is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise queue.JobError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(body, dict):
+        raise queue.JobError('the body must be a JSON object such as {"proof_kind": "porep-c2"}')
+    unknown = sorted(set(body) - SUBMIT_FIELDS)
+    if unknown:
+        raise queue.JobError(f"unknown field(s): {', '.join(unknown)}; accepted: {', '.join(sorted(SUBMIT_FIELDS))}")
+    if "proof_kind" not in body:
+        raise queue.JobError(f"proof_kind is required; valid kinds: {', '.join(PROOF_KINDS)}")
+    return body
+
+
+def _positive_int(raw: str | None, name: str, default: int, maximum: int) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise queue.JobError(f"{name} must be a positive integer, got {raw!r}") from None
+    if value < 1 or value > maximum:
+        raise queue.JobError(f"{name} must be between 1 and {maximum}, got {value}")
+    return value
+
+
+@api_auth_required
+@methods("GET", "POST")
+def jobs(request: HttpRequest) -> HttpResponse:
+    """GET: list jobs (filters status, kind; page, page_size). POST: submit a job."""
+    try:
+        if request.method == "POST":
+            body = _parse_body(request)
+            job, created = queue.submit_job(body["proof_kind"], body.get("job_id"), body.get("priority"))
+            return JsonResponse(job.to_dict(), status=201 if created else 200)
+        return _list(request)
+    except queue.JobError as exc:
+        return error(str(exc), exc.status)
+
+
+def _list(request: HttpRequest) -> JsonResponse:
+    qs = ProofJob.objects.all().order_by("-submitted_at", "-id")
+    status = request.GET.get("status")
+    if status:
+        if status not in JobStatus.values:
+            raise queue.JobError(f"unknown status {status!r}; valid statuses: {', '.join(JobStatus.values)}")
+        qs = qs.filter(status=status)
+    kind = request.GET.get("kind")
+    if kind:
+        qs = qs.filter(proof_kind=queue.validate_kind(kind))
+    page = _positive_int(request.GET.get("page"), "page", 1, 10**9)
+    size = _positive_int(request.GET.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    total = qs.count()
+    start = (page - 1) * size
+    rows = list(qs.defer("bundle")[start : start + size])
+    return JsonResponse(
+        {
+            "jobs": [job.to_dict() for job in rows],
+            "page": page,
+            "page_size": size,
+            "total": total,
+            "has_next": start + size < total,
+        }
+    )
+
+
+@api_auth_required
+@methods("GET")
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = ProofJob.objects.defer("bundle").filter(job_id=job_id).first()
+    if job is None:
+        return _not_found(job_id)
+    data = job.to_dict()
+    data["partition_runs"] = [
+        {
+            "index": run.index,
+            "state": run.state,
+            "synth_ms": run.synth_ms,
+            "gpu_ms": run.gpu_ms,
+            "finalize_ms": run.finalize_ms,
+            "worker_id": run.worker_id,
+            "gpu_ordinal": run.gpu_ordinal,
+            "engine_id": run.engine_id,
+            "error": run.error or None,
+        }
+        for run in job.partition_runs.all()
+    ]
+    return JsonResponse(data)
+
+
+@api_auth_required
+@methods("GET")
+def job_proof(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = _get_job(job_id)
+    if job is None:
+        return _not_found(job_id)
+    if job.status != JobStatus.DONE or job.bundle is None:
+        return error(f"job {job_id!r} is {job.status}; its proof is available once it is done", 409, status=job.status)
+    return JsonResponse(job.bundle)
+
+
+@api_auth_required
+@methods("POST")
+def job_cancel(request: HttpRequest, job_id: str) -> HttpResponse:
+    try:
+        job = queue.cancel_job(job_id)
+    except queue.JobError as exc:
+        return error(str(exc), exc.status)
+    return JsonResponse(job.to_dict())

@@ -1,0 +1,106 @@
+"""Who may use the API: a logged-in user, or a caller holding the engine's bearer token.
+
+The token is `settings.VASTMANAGER_TOKEN`, or when that is unset one generated once into
+DATA_DIR/api_token (runprover prints a login URL carrying it). Token callers are exempt from CSRF
+(no cookie is involved); session callers keep CSRF on unsafe methods.
+"""
+from __future__ import annotations
+
+import hmac
+from functools import wraps
+from typing import Any, Callable
+
+from django.conf import settings
+from django.contrib.auth import get_user_model, login
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET
+
+from vastmanager.env import persistent_secret
+
+SERVICE_USERNAME = "vastmanager"
+TOKEN_FILE = "api_token"
+
+
+def api_token() -> str:
+    """The token API callers present; generated into the data directory on first use when unset."""
+    configured = getattr(settings, "VASTMANAGER_TOKEN", "") or ""
+    if configured:
+        return configured
+    return persistent_secret(settings.DATA_DIR / TOKEN_FILE, nbytes=32)
+
+
+def token_is_valid(token: str) -> bool:
+    if not isinstance(token, str) or not token:
+        return False
+    return hmac.compare_digest(token.encode(), api_token().encode())
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, "" when malformed, None when absent."""
+    header = request.headers.get("Authorization")
+    if header is None:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return ""
+    return value.strip()
+
+
+def _unauthorized(message: str) -> JsonResponse:
+    response = JsonResponse({"error": message}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="vastmanager"'
+    return response
+
+
+def api_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Admit session users (with CSRF on unsafe methods) or valid bearer tokens (without)."""
+    session_view = csrf_protect(view)
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        token = bearer_token(request)
+        if token is not None:
+            if token_is_valid(token):
+                return view(request, *args, **kwargs)
+            return _unauthorized("invalid API token")
+        if request.user.is_authenticated:
+            return session_view(request, *args, **kwargs)
+        return _unauthorized("authentication required: log in, or send 'Authorization: Bearer <token>'")
+
+    return wrapper
+
+
+def service_user():
+    """The account a token login becomes: the operator holding the token runs this engine."""
+    User = get_user_model()
+    user, created = User.objects.get_or_create(
+        username=SERVICE_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+def login_url(base: str) -> str:
+    return f"{base.rstrip('/')}/login?token={api_token()}"
+
+
+@require_GET
+def token_login(request: HttpRequest) -> HttpResponse:
+    """`/login?token=...`: log the browser in as the service user and go to the panel."""
+    token = request.GET.get("token", "")
+    if not token_is_valid(token):
+        return HttpResponse(
+            "Invalid or missing token. Use the login URL that runprover printed.",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    login(request, service_user(), backend="django.contrib.auth.backends.ModelBackend")
+    target = request.GET.get("next") or "/"
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        target = "/"
+    return HttpResponseRedirect(target)
