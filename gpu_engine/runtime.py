@@ -35,5 +35,6 @@ def local_snapshot() -> dict[str, Any] | None:
     if tracker is None:
         return None
     snap = tracker.snapshot()
-    snap.setdefault("engine_id", engine_id)
+    if snap.get("engine_id") is None:  # the tracker leaves engine_id None until stamped
+        snap["engine_id"] = engine_id
     return snap

@@ -1,0 +1,105 @@
+"""Formatting of a StatusTracker snapshot, done outside the tracker's lock.
+
+The tracker copies its state into plain tuples under the lock; this module turns them into the
+JSON document of DESIGN.md ("Snapshot"). Durations of a phase still open are measured against
+`now`, so they grow from one snapshot to the next; a phase never entered is None.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from gpu_engine.kinds import kind_label
+
+SNAPSHOT_KEYS = ("engine_id", "seq", "generated_at", "uptime_secs", "backend", "memory", "synthesis",
+                 "pipelines", "gpu_workers", "gpus", "counters")
+PIPELINE_KEYS = ("job_id", "proof_kind", "status", "started_secs_ago", "total_partitions",
+                 "partitions_done", "partitions")
+PARTITION_KEYS = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "error")
+WORKER_KEYS = ("worker_id", "gpu_ordinal", "state", "current_job", "current_partition", "busy_secs")
+GPU_KEYS = ("ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w")
+COUNTER_KEYS = ("total_completed", "total_failed", "completed_by_kind", "failed_by_kind", "queue_depth")
+JOB_STATUSES = ("queued", "running", "done", "failed")
+
+
+def _utc_now_iso() -> str:
+    return datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], int]:
+    out = []
+    append = out.append
+    failed = 0
+    for index, (state, ss, se, gs, ge, fs, fe, worker_id, error) in enumerate(rows):
+        if state == "failed":
+            failed += 1
+        append({
+            "index": index,
+            "state": state,
+            "synth_ms": None if ss is None else ((now if se is None else se) - ss) * 1000.0,
+            "gpu_ms": None if gs is None else ((now if ge is None else ge) - gs) * 1000.0,
+            "finalize_ms": None if fs is None else ((now if fe is None else fe) - fs) * 1000.0,
+            "worker_id": worker_id,
+            "error": error,
+        })
+    return out, failed
+
+
+def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], jobs: list[tuple],
+                    workers: list[tuple]) -> dict[str, Any]:
+    """Build the snapshot dict from the copies taken under the tracker's lock."""
+    pipelines = []
+    for job_id, kind, label, registered, running, finished_at, success, done, total, rows in jobs:
+        parts, failed = _partitions(rows, now)
+        if finished_at is not None:
+            status = "done" if success else "failed"
+        else:
+            status = "running" if running else "queued"
+        pipelines.append({
+            "job_id": job_id,
+            "proof_kind": kind,
+            "proof_label": label,
+            "status": status,
+            "started_secs_ago": now - registered,
+            "finished_secs_ago": None if finished_at is None else now - finished_at,
+            "total_partitions": total,
+            "partitions_done": done,
+            "partitions_failed": failed,
+            "partitions": parts,
+        })
+    gpu_workers = [
+        {
+            "worker_id": worker_id,
+            "gpu_ordinal": ordinal,
+            "state": wstate,
+            "current_job": job_id,
+            "current_partition": partition,
+            "current_proof_kind": kind,
+            "current_proof_label": None if kind is None else kind_label(kind),
+            "busy_secs": 0.0 if busy_since is None else now - busy_since,
+            "error": error,
+        }
+        for worker_id, ordinal, wstate, job_id, partition, kind, busy_since, error in workers
+    ]
+    total, used = memory
+    return {
+        "engine_id": None,
+        "seq": state["seq"],
+        "generated_at": _utc_now_iso(),
+        "uptime_secs": state["uptime"],
+        "backend": state["backend"],
+        "memory": {"total_bytes": total, "used_bytes": used, "available_bytes": total - used},
+        "synthesis": {"max_concurrent": state["synth_max"], "active": state["synth_active"]},
+        "pipelines": pipelines,
+        "gpu_workers": gpu_workers,
+        "gpus": [dict(g) for g in state["gpus"]],
+        "counters": {
+            "total_completed": state["total_completed"],
+            "total_failed": state["total_failed"],
+            "completed_by_kind": state["completed_by_kind"],
+            "failed_by_kind": state["failed_by_kind"],
+            "queue_depth": state["queue_depth"],
+        },
+    }
