@@ -20,8 +20,8 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
 
-def error(message: str, status: int, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
+def error(message: str, code: int, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=code)
 
 
 def methods(*allowed: str) -> Callable:
