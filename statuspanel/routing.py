@@ -1,4 +1,10 @@
-"""WebSocket routes (the status consumer is added by the panel)."""
+"""WebSocket routes: the live status stream."""
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from statuspanel.consumers import StatusConsumer
+
+websocket_urlpatterns = [
+    path("ws/status/", StatusConsumer.as_asgi(), name="ws-status"),
+]

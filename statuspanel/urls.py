@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from statuspanel import api, auth, health
+from statuspanel import api, auth, health, views
 
 urlpatterns = [
+    path("", views.panel, name="panel"),
+    path("panel/history", views.history_partial, name="panel-history"),
     path("healthz", health.healthz, name="healthz"),
     path("api/status", health.api_status, name="api-status"),
     path("login", auth.token_login, name="token-login"),

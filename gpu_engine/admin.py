@@ -1,0 +1,168 @@
+"""Job history in the Django admin: full ids and kind labels, per-partition runs, and the operator's
+actions (requeue failed, cancel queued, download proof bundles)."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from gpu_engine import queue
+from gpu_engine.models import EngineHost, JobStatus, PartitionRun, ProofJob
+
+
+def _duration_text(secs: float | None) -> str:
+    if secs is None:
+        return "—"
+    if secs < 60:
+        return f"{secs:.1f} s"
+    whole = int(secs)
+    return f"{whole // 60}m {whole % 60:02d}s" if whole < 3600 else f"{whole // 3600}h {(whole % 3600) // 60:02d}m"
+
+
+def _bundle_response(payload: dict, filename: str) -> HttpResponse:
+    response = HttpResponse(json.dumps(payload, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _safe_filename(job_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in job_id)
+
+
+class PartitionRunInline(admin.TabularInline):
+    model = PartitionRun
+    extra = 0
+    can_delete = False
+    fields = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "gpu_ordinal", "engine_id",
+              "error", "recorded_at")
+    readonly_fields = fields
+    ordering = ("index", "recorded_at")
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(ProofJob)
+class ProofJobAdmin(admin.ModelAdmin):
+    list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
+                    "finished_at", "verified")
+    list_filter = ("proof_kind", "status", "claimed_by", "submitted_at", "finished_at")
+    search_fields = ("job_id",)
+    date_hierarchy = "submitted_at"
+    ordering = ("-submitted_at",)
+    inlines = [PartitionRunInline]
+    actions = ["requeue_failed", "cancel_queued", "download_bundles"]
+    list_per_page = 50
+    exclude = ("bundle",)
+    readonly_fields = ("job_id", "proof_kind", "status", "total_partitions", "submitted_at", "claimed_at",
+                       "started_at", "finished_at", "claimed_by", "lease_expires_at", "attempts", "error",
+                       "verified", "timings", "bundle_link")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # Bundles are large; the list never shows them.
+        return super().get_queryset(request).defer("bundle")
+
+    @admin.display(description="job id", ordering="job_id")
+    def job_id_full(self, obj: ProofJob) -> str:
+        return format_html('<span class="job-id" title="{}">{}</span>', obj.job_id, obj.job_id)
+
+    @admin.display(description="kind", ordering="proof_kind")
+    def kind_label(self, obj: ProofJob) -> str:
+        return obj.get_proof_kind_display()
+
+    @admin.display(description="engine", ordering="claimed_by")
+    def engine(self, obj: ProofJob) -> str:
+        return obj.claimed_by or "—"
+
+    @admin.display(description="duration")
+    def duration(self, obj: ProofJob) -> str:
+        return _duration_text(obj.duration_secs())
+
+    @admin.display(description="proof bundle")
+    def bundle_link(self, obj: ProofJob) -> str:
+        if not ProofJob.objects.filter(pk=obj.pk, bundle__isnull=False).exists():
+            return "—"
+        url = reverse("admin:gpu_engine_proofjob_bundle", args=[obj.pk])
+        return format_html('<a href="{}">download {}.json</a>', url, _safe_filename(obj.job_id))
+
+    def get_urls(self):
+        extra = [path("<int:pk>/bundle/", self.admin_site.admin_view(self.bundle_view),
+                      name="gpu_engine_proofjob_bundle")]
+        return extra + super().get_urls()
+
+    def bundle_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            return JsonResponse({"error": "forbidden"}, status=403)
+        job = get_object_or_404(ProofJob, pk=pk)
+        if job.bundle is None:
+            return JsonResponse({"error": f"job {job.job_id!r} has no proof bundle"}, status=404)
+        return _bundle_response(job.bundle, f"{_safe_filename(job.job_id)}.json")
+
+    @admin.action(description="Requeue selected failed jobs", permissions=["change"])
+    def requeue_failed(self, request: HttpRequest, queryset: QuerySet) -> None:
+        failed = queryset.filter(status=JobStatus.FAILED)
+        skipped = queryset.count() - failed.count()
+        # Conditional on the status, so a job an engine is touching right now is never overwritten.
+        n = failed.update(status=JobStatus.QUEUED, claimed_by="", claimed_at=None, started_at=None,
+                          finished_at=None, lease_expires_at=None, error="", attempts=0, bundle=None,
+                          verified=False, timings={})
+        self.message_user(request, f"Requeued {n} failed job(s).", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, f"Skipped {skipped} job(s) that are not failed.", messages.WARNING)
+
+    @admin.action(description="Cancel selected queued jobs", permissions=["change"])
+    def cancel_queued(self, request: HttpRequest, queryset: QuerySet) -> None:
+        cancelled, skipped = 0, 0
+        for job_id in queryset.values_list("job_id", flat=True):
+            if not queryset.filter(job_id=job_id, status=JobStatus.QUEUED).exists():
+                skipped += 1
+                continue
+            try:
+                queue.cancel_job(job_id)
+                cancelled += 1
+            except queue.JobError as exc:
+                skipped += 1
+                self.message_user(request, str(exc), messages.WARNING)
+        self.message_user(request, f"Cancelled {cancelled} queued job(s).", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, f"Skipped {skipped} job(s) that are not queued.", messages.WARNING)
+
+    @admin.action(description="Download proof bundles (JSON)", permissions=["view"])
+    def download_bundles(self, request: HttpRequest, queryset: QuerySet):
+        rows = list(ProofJob.objects.filter(pk__in=queryset.values("pk"), bundle__isnull=False)
+                    .order_by("job_id").values_list("job_id", "bundle"))
+        if not rows:
+            self.message_user(request, "None of the selected jobs has a proof bundle.", messages.WARNING)
+            return None
+        if len(rows) == 1:
+            job_id, bundle = rows[0]
+            return _bundle_response(bundle, f"{_safe_filename(job_id)}.json")
+        return _bundle_response({job_id: bundle for job_id, bundle in rows}, "proof-bundles.json")
+
+
+@admin.register(EngineHost)
+class EngineHostAdmin(admin.ModelAdmin):
+    list_display = ("engine_id", "hostname", "backend", "workers", "pid", "started_at", "last_heartbeat",
+                    "online", "stopped_at")
+    list_filter = ("backend", "hostname")
+    search_fields = ("engine_id", "hostname")
+    readonly_fields = ("engine_id", "hostname", "backend", "workers", "pid", "started_at", "last_heartbeat",
+                       "stopped_at")
+
+    @admin.display(boolean=True, description="online")
+    def online(self, obj: EngineHost) -> bool:
+        if obj.stopped_at is not None:
+            return False
+        return timezone.now() - obj.last_heartbeat <= timedelta(seconds=settings.JOB_LEASE_SECS)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+

@@ -1,0 +1,225 @@
+"""Snapshot -> template context -> HTML partial, rendered once per (engine_id, seq) per process.
+
+The page and every WebSocket client share these renders: with hundreds of clients the partial and
+the encoded frame are built once per snapshot, not once per client. The context builder reads the
+snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours always sends.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+from django.template.loader import render_to_string
+
+from gpu_engine.kinds import kind_label
+
+ENGINE_TEMPLATE = "statuspanel/_engine.html"
+GAUGE_YELLOW_PCT = 60.0
+GAUGE_RED_PCT = 85.0
+PHASES = ("pending", "synthesizing", "synth_done", "gpu", "finalizing", "done", "failed")
+UNNAMED_ENGINE = "unnamed-engine"
+
+
+class LRU:
+    """A small thread-safe LRU dict: the consumer's loop and the page's worker threads share it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+        value = build()  # outside the lock: two racing builders make the same value, harmlessly
+        with self._lock:
+            self.misses += 1
+            self._data[key] = value
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+
+html_cache = LRU(256)
+frame_cache = LRU(512)
+
+
+def engine_id_of(snap: dict[str, Any]) -> str:
+    return str(snap.get("engine_id") or UNNAMED_ENGINE)
+
+
+def _cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
+    seq = snap.get("seq")
+    return (engine_id_of(snap), seq) if isinstance(seq, int) else None
+
+
+def render_engine(snap: dict[str, Any]) -> str:
+    """The engine partial for this snapshot; cached when the snapshot carries a seq."""
+    key = _cache_key(snap)
+    build = lambda: render_to_string(ENGINE_TEMPLATE, {"e": engine_context(snap)})  # noqa: E731
+    return build() if key is None else html_cache.get_or_build(key, build)
+
+
+def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
+    """The encoded WebSocket frame for this snapshot, built once per (engine, seq, format)."""
+    def build() -> str:
+        frame: dict[str, Any] = {
+            "type": "snapshot",
+            "engine_id": engine_id_of(snap),
+            "seq": snap.get("seq"),
+            "snapshot": snap,
+        }
+        if with_html:
+            frame["html"] = render_engine(snap)
+        return json.dumps(frame, separators=(",", ":"))
+
+    key = _cache_key(snap)
+    return build() if key is None else frame_cache.get_or_build((*key, with_html), build)
+
+
+# -- context ------------------------------------------------------------------------------------
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def memory_context(mem: Any) -> dict[str, Any] | None:
+    if not isinstance(mem, dict):
+        return None
+    total, used = _num(mem.get("total_bytes")), _num(mem.get("used_bytes"))
+    if not total or used is None:
+        return None
+    pct = max(0.0, min(100.0, 100.0 * used / total))
+    level = "green" if pct < GAUGE_YELLOW_PCT else "yellow" if pct < GAUGE_RED_PCT else "red"
+    available = _num(mem.get("available_bytes"))
+    return {"total": total, "used": used, "available": total - used if available is None else available,
+            "pct": pct, "level": level}
+
+
+def partition_context(part: dict[str, Any]) -> dict[str, Any]:
+    state = str(part.get("state") or "pending")
+    open_ms = {"synthesizing": "synth_ms", "gpu": "gpu_ms", "finalizing": "finalize_ms"}.get(state)
+    return {
+        "index": part.get("index"),
+        "state": state,
+        "phase_class": state if state in PHASES else "unknown",
+        "synth_ms": _num(part.get("synth_ms")),
+        "gpu_ms": _num(part.get("gpu_ms")),
+        "finalize_ms": _num(part.get("finalize_ms")),
+        "open_field": open_ms,
+        "worker_id": part.get("worker_id"),
+        "error": part.get("error") or "",
+    }
+
+
+def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None, int]:
+    """Sum of a phase's durations and how many of them are still open (the rate it grows at)."""
+    values = [p[field] for p in parts if p[field] is not None]
+    open_count = sum(1 for p in parts if p["open_field"] == field)
+    return (sum(values) if values else None), open_count
+
+
+def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
+    parts = [partition_context(p) for p in pipe.get("partitions") or [] if isinstance(p, dict)]
+    kind = str(pipe.get("proof_kind") or "")
+    failed = sum(1 for p in parts if p["state"] == "failed")
+    totals = {}
+    for field in ("synth_ms", "gpu_ms", "finalize_ms"):
+        total, rate = _phase_total(parts, field)
+        totals[field] = {"ms": total, "rate": rate}
+    return {
+        "job_id": str(pipe.get("job_id") or ""),
+        "proof_kind": kind,
+        "proof_label": pipe.get("proof_label") or kind_label(kind),
+        "status": pipe.get("status") or ("failed" if failed else "running"),
+        "started_secs_ago": _num(pipe.get("started_secs_ago")),
+        "total_partitions": pipe.get("total_partitions") or len(parts),
+        "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == "done"),
+        "partitions_failed": failed,
+        "partitions": parts,
+        "totals": totals,
+    }
+
+
+def worker_context(worker: dict[str, Any], kinds_by_job: dict[str, str]) -> dict[str, Any]:
+    job = worker.get("current_job")
+    kind = worker.get("current_proof_kind") or (kinds_by_job.get(job) if job else None) or ""
+    state = str(worker.get("state") or "idle")
+    return {
+        "worker_id": worker.get("worker_id"),
+        "gpu_ordinal": worker.get("gpu_ordinal"),
+        "state": state,
+        "current_job": job or "",
+        "proof_kind": kind,
+        "proof_label": worker.get("current_proof_label") or (kind_label(kind) if kind else ""),
+        "current_partition": worker.get("current_partition"),
+        "busy_secs": _num(worker.get("busy_secs")),
+        "error": worker.get("error") or "",
+    }
+
+
+def gpu_context(gpu: dict[str, Any]) -> dict[str, Any]:
+    total, used = _num(gpu.get("mem_total_bytes")), _num(gpu.get("mem_used_bytes"))
+    return {
+        "ordinal": gpu.get("ordinal"),
+        "name": gpu.get("name") or "",
+        "util_pct": _num(gpu.get("util_pct")),
+        "mem_used": used,
+        "mem_total": total,
+        "mem_pct": 100.0 * used / total if total and used is not None else None,
+        "temp_c": _num(gpu.get("temp_c")),
+        "power_w": _num(gpu.get("power_w")),
+    }
+
+
+def counters_context(counters: Any) -> dict[str, Any]:
+    counters = counters if isinstance(counters, dict) else {}
+    done = counters.get("completed_by_kind") or {}
+    failed = counters.get("failed_by_kind") or {}
+    kinds = sorted(set(done) | set(failed))
+    return {
+        "total_completed": counters.get("total_completed") or 0,
+        "total_failed": counters.get("total_failed") or 0,
+        "queue_depth": counters.get("queue_depth") or 0,
+        "by_kind": [{"kind": k, "label": kind_label(k), "done": done.get(k, 0), "failed": failed.get(k, 0)}
+                    for k in kinds],
+    }
+
+
+def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+    """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
+    now = time.time() if now is None else now
+    pipes = [pipeline_context(p) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
+    kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
+    synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
+    heartbeat = _num(snap.get("heartbeat_secs"))
+    published = _num(snap.get("published_at"))
+    online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
+    return {
+        "engine_id": engine_id_of(snap),
+        "named": bool(snap.get("engine_id")),
+        "seq": snap.get("seq"),
+        "backend": snap.get("backend") or "",
+        "uptime_secs": _num(snap.get("uptime_secs")),
+        "published_at": published,
+        "heartbeat_secs": heartbeat,
+        "online": online,
+        "memory": memory_context(snap.get("memory")),
+        "synthesis": {"active": synth.get("active") or 0, "max": synth.get("max_concurrent") or 0},
+        "counters": counters_context(snap.get("counters")),
+        "workers": [worker_context(w, kinds_by_job) for w in snap.get("gpu_workers") or [] if isinstance(w, dict)],
+        "pipelines": pipes,
+        "gpus": [gpu_context(g) for g in snap.get("gpus") or [] if isinstance(g, dict)],
+    }

@@ -1,0 +1,68 @@
+"""The panel page: whole on first paint, built from the same cached partials the WebSocket sends."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from gpu_engine import publisher, runtime
+from gpu_engine.models import FINAL_STATUSES, ProofJob
+from statuspanel.rendering import engine_id_of, render_engine
+
+WS_PATH = "/ws/status/"
+HISTORY_ROWS = 15
+
+
+def current_snapshots() -> tuple[list[dict[str, Any]], list[tuple[str, float]]]:
+    """Live snapshots from the cache (every engine), plus this process's engine if it has not
+    published yet; and the engines whose heartbeat expired, with when they were last seen."""
+    live, gone = publisher.latest_snapshots()
+    seen = {engine_id_of(s) for s in live}
+    local = runtime.local_engine_id()
+    if local is not None and local not in seen:
+        snap = runtime.local_snapshot()
+        if snap is not None:
+            live.append(snap)
+            gone.pop(local, None)
+    live.sort(key=engine_id_of)
+    return live, sorted(gone.items())
+
+
+def finished_jobs(limit: int = HISTORY_ROWS) -> list[ProofJob]:
+    return list(
+        ProofJob.objects.filter(status__in=FINAL_STATUSES, finished_at__isnull=False)
+        .defer("bundle")
+        .order_by("-finished_at")[:limit]
+    )
+
+
+def _history_url() -> str:
+    return reverse("admin:gpu_engine_proofjob_changelist")
+
+
+@require_GET
+@login_required
+def panel(request: HttpRequest) -> HttpResponse:
+    live, gone = current_snapshots()
+    context = {
+        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s)} for s in live],
+        "offline": gone,
+        "finished": finished_jobs(),
+        "history_url": _history_url(),
+        "ws_path": WS_PATH,
+        "server_now": f"{time.time():.3f}",
+    }
+    return render(request, "statuspanel/panel.html", context)
+
+
+@require_GET
+@login_required
+def history_partial(request: HttpRequest) -> HttpResponse:
+    """The last-finished-jobs region alone, refetched by panel.js when an engine's counters move."""
+    return render(request, "statuspanel/_history.html",
+                  {"finished": finished_jobs(), "history_url": _history_url()})
