@@ -112,7 +112,9 @@ class SnapshotPublisher:
         # Seeded from the wall clock in ms: a restarted engine starts above its previous run's seqs
         # (at 10/s a run advances 10 per second, the clock 1000), so readers keyed by (engine, seq)
         # never confuse the two.
+        # A restart within milliseconds is covered by also starting above the cached snapshot's seq.
         self._seq = int(time.time() * 1000)
+        self._seeded = False
         self._registered_at = 0.0
         self.published = 0
         self.send_errors = 0
@@ -190,6 +192,12 @@ class SnapshotPublisher:
     # -- one publish ----------------------------------------------------------------------------
     def publish_now(self) -> dict[str, Any]:
         """Take, stamp, store and send one snapshot; returns it. Called by the thread (or a test)."""
+        cache = self.cache
+        if not self._seeded:
+            previous = cache.get(snapshot_key(self.engine_id))
+            if isinstance(previous, dict) and isinstance(previous.get("seq"), int):
+                self._seq = max(self._seq, previous["seq"])
+            self._seeded = True
         snap = self.tracker.snapshot()
         self._seq += 1
         now = time.time()
@@ -197,7 +205,6 @@ class SnapshotPublisher:
         snap["seq"] = self._seq
         snap["published_at"] = now
         snap["heartbeat_secs"] = self.heartbeat_secs
-        cache = self.cache
         cache.set(snapshot_key(self.engine_id), snap, timeout=2 * self.heartbeat_secs)
         if now - self._registered_at >= self.heartbeat_secs:
             self._register(cache, now)
