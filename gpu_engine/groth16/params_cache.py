@@ -86,15 +86,20 @@ def load_params(kind: str, params_dir: Path | str, scale: int = 1, progress: Pro
                     if params is None:
                         log.info("generating Groth16 parameters for %s (scale %d, %d constraints)",
                                  kind, scale, matrices.num_constraints)
-                        params = generate_params(kind, scale, matrices, shape_hash, progress)
-                        _write_atomic(path, dump_params(params))
+                        data = dump_params(generate_params(kind, scale, matrices, shape_hash, progress))
+                        _write_atomic(path, data)
+                        # Read back what was written: affine points (faster MSMs than the
+                        # setup's projective sums), and the file proven loadable.
+                        params = load_params_bytes(data, shape_hash)
                 finally:
                     fcntl.flock(lockf, fcntl.LOCK_UN)
         _memory[key] = params
         return params
 
 
-def forget_loaded() -> None:
-    """Drop the in-memory copies (the next load reads the files again)."""
+def forget_loaded(params_dir: Path | str | None = None) -> None:
+    """Drop the in-memory copies (of one directory, or all): the next load reads the files."""
+    prefix = None if params_dir is None else str(Path(params_dir).resolve())
     with _locks_guard:
-        _memory.clear()
+        for key in [k for k in _memory if prefix is None or k[0] == prefix]:
+            del _memory[key]
