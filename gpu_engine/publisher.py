@@ -14,6 +14,8 @@ its whole life, because the Redis layer binds its connections to the loop that m
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
 import logging
 import threading
 import time
@@ -81,6 +83,15 @@ def latest_snapshots(cache=None) -> tuple[list[dict[str, Any]], dict[str, float]
     return live, gone
 
 
+def message_snapshot(message: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot carried by a group message (sent pre-encoded as `snapshot_json`)."""
+    if isinstance(message.get("snapshot_json"), str):
+        return json.loads(message["snapshot_json"])
+    if isinstance(message.get("snapshot"), dict):
+        return message["snapshot"]
+    raise ValueError("group message carries no snapshot")
+
+
 class SnapshotPublisher:
     """Publishes one tracker's snapshots; see the module docstring for the delivery modes."""
 
@@ -107,6 +118,7 @@ class SnapshotPublisher:
         self._cache = cache
         self._loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._inflight: concurrent.futures.Future | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Seeded from the wall clock in ms: a restarted engine starts above its previous run's seqs
@@ -157,8 +169,8 @@ class SnapshotPublisher:
     def _run(self) -> None:
         try:
             seen = self.tracker.seq
-            self._publish_safely()
             last = time.monotonic()
+            self._publish_safely()
             while not self._stop.is_set():
                 deadline = last + self.heartbeat_secs
                 while not self._stop.is_set():
@@ -175,9 +187,10 @@ class SnapshotPublisher:
                 if pause > 0 and self._stop.wait(pause):
                     break
                 seen = self.tracker.seq  # read before the snapshot: a later change triggers the next one
+                last = time.monotonic()  # the period runs from start to start, so a slow send costs no rate
                 self._publish_safely()
-                last = time.monotonic()
         finally:
+            self._await_inflight()
             if self._own_loop is not None:
                 self._own_loop.close()
                 self._own_loop = None
@@ -208,7 +221,10 @@ class SnapshotPublisher:
         cache.set(snapshot_key(self.engine_id), snap, timeout=2 * self.heartbeat_secs)
         if now - self._registered_at >= self.heartbeat_secs:
             self._register(cache, now)
-        self._send({"type": MESSAGE_TYPE, "engine_id": self.engine_id, "seq": self._seq, "snapshot": snap})
+        # The snapshot travels pre-encoded: the in-memory layer deep-copies every message once per
+        # receiving channel, and copying a str is free where copying the dict tree is not.
+        self._send({"type": MESSAGE_TYPE, "engine_id": self.engine_id, "seq": self._seq,
+                    "snapshot_json": json.dumps(snap, separators=(",", ":"))})
         self.published += 1
         return snap
 
@@ -227,15 +243,32 @@ class SnapshotPublisher:
         if loop is not None:
             if loop.is_closed():
                 raise RuntimeError("the attached event loop is closed")
+            # At most one send in flight: the thread does not wait for each delivery (that would tie
+            # the publish rate to the server loop's load), but never piles sends onto a busy loop.
+            self._await_inflight()
             future = asyncio.run_coroutine_threadsafe(layer.group_send(STATUS_GROUP, message), loop)
-            try:
-                future.result(SEND_TIMEOUT_SECS)
-            except TimeoutError:
-                future.cancel()
-                raise
+            future.add_done_callback(self._send_done)
+            self._inflight = future
             return
         if self._own_loop is None:
             self._own_loop = asyncio.new_event_loop()
         self._own_loop.run_until_complete(
             asyncio.wait_for(layer.group_send(STATUS_GROUP, message), SEND_TIMEOUT_SECS)
         )
+
+    def _await_inflight(self) -> None:
+        future, self._inflight = self._inflight, None
+        if future is None or future.done():
+            return
+        try:
+            future.result(SEND_TIMEOUT_SECS)
+        except Exception:  # counted and logged by _send_done
+            future.cancel()
+
+    def _send_done(self, future) -> None:
+        if future.cancelled():
+            self.send_errors += 1
+            log.warning("snapshot send of engine %s timed out on the server loop", self.engine_id)
+        elif future.exception() is not None:
+            self.send_errors += 1
+            log.error("snapshot send of engine %s failed: %r", self.engine_id, future.exception())

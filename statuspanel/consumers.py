@@ -17,7 +17,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import publisher
 from statuspanel.auth import token_is_valid
-from statuspanel.rendering import engine_id_of, snapshot_frame
+from statuspanel.rendering import encoded_snapshot_frame, engine_id_of, snapshot_frame
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,13 @@ class StatusConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=snapshot_frame(snap, with_html=self.with_html))
 
     async def status_snapshot(self, message: dict[str, Any]) -> None:
+        engine_id, seq, encoded = message.get("engine_id"), message.get("seq"), message.get("snapshot_json")
+        if isinstance(encoded, str) and isinstance(engine_id, str) and isinstance(seq, int):
+            if seq <= self.last_seq.get(engine_id, -1):
+                return
+            self.last_seq[engine_id] = seq
+            await self.send(text_data=encoded_snapshot_frame(engine_id, seq, encoded, with_html=self.with_html))
+            return
         snap = message.get("snapshot")
         if isinstance(snap, dict):
             await self.send_snapshot(snap)

@@ -90,6 +90,19 @@ def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
     return build() if key is None else frame_cache.get_or_build((*key, with_html), build)
 
 
+def encoded_snapshot_frame(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
+    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built
+    around the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML."""
+    def build() -> str:
+        head = f'{{"type":"snapshot","engine_id":{json.dumps(engine_id)},"seq":{seq},"snapshot":{snapshot_json}'
+        if not with_html:
+            return head + "}"
+        snap = json.loads(snapshot_json)
+        return head + ',"html":' + json.dumps(render_engine(snap)) + "}"
+
+    return frame_cache.get_or_build((engine_id, seq, with_html), build)
+
+
 # -- context ------------------------------------------------------------------------------------
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

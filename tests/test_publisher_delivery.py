@@ -8,7 +8,7 @@ from channels.layers import InMemoryChannelLayer
 from django.core.cache import cache
 
 from gpu_engine import publisher
-from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher
+from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher, message_snapshot
 from tests.panel_support import SNAP_JOB, busy_tracker, clear_panel_cache
 
 
@@ -36,13 +36,13 @@ async def test_thread_delivers_through_attached_loop():
         first = await _receive(layer, channel)
         assert first["type"] == publisher.MESSAGE_TYPE
         assert first["engine_id"] == "engine-a"
-        snap = first["snapshot"]
+        snap = message_snapshot(first)
         assert snap["engine_id"] == "engine-a" and snap["seq"] == first["seq"]
         assert snap["pipelines"][0]["job_id"] == SNAP_JOB
         await asyncio.to_thread(tracker.partition_synth_end, SNAP_JOB, 3)  # a change from another thread
         second = await _receive(layer, channel)
         assert second["seq"] > first["seq"]
-        states = [p["state"] for p in second["snapshot"]["pipelines"][0]["partitions"]]
+        states = [p["state"] for p in message_snapshot(second)["pipelines"][0]["partitions"]]
         assert states[3] == "synth_done"
     finally:
         await asyncio.to_thread(pub.stop)

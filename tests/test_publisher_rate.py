@@ -8,7 +8,7 @@ import pytest
 from django.core.cache import cache
 
 from gpu_engine import publisher
-from gpu_engine.publisher import SnapshotPublisher
+from gpu_engine.publisher import SnapshotPublisher, message_snapshot
 from gpu_engine.tracker import StatusTracker
 from tests.panel_support import clear_panel_cache
 
@@ -51,7 +51,7 @@ def test_burst_is_coalesced_and_latest_wins():
     # 1 initial + at most max_rate per second of burst (+1 for the tail)
     assert len(msgs) <= 2 + int(burst * 5) + 1, (len(msgs), burst)
     assert len(msgs) >= 2
-    assert msgs[-1]["snapshot"]["counters"]["queue_depth"] == 200
+    assert message_snapshot(msgs[-1])["counters"]["queue_depth"] == 200
     seqs = [m["seq"] for m in msgs]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher
+from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher, message_snapshot
 from tests.panel_support import SNAP_JOB, busy_tracker, clear_panel_cache
 
 REDIS = ("127.0.0.1", 6379)
@@ -40,11 +40,11 @@ async def test_thread_without_loop_publishes_through_redis_pubsub():
     try:
         first = await asyncio.wait_for(receiver.receive(channel), 5)
         assert first["engine_id"] == "redis-engine"
-        assert first["snapshot"]["pipelines"][0]["job_id"] == SNAP_JOB
+        assert message_snapshot(first)["pipelines"][0]["job_id"] == SNAP_JOB
         await asyncio.to_thread(tracker.set_queue_depth, 7)
         second = await asyncio.wait_for(receiver.receive(channel), 5)
         assert second["seq"] > first["seq"]
-        assert second["snapshot"]["counters"]["queue_depth"] == 7
+        assert message_snapshot(second)["counters"]["queue_depth"] == 7
         assert pub.send_errors == 0
     finally:
         await asyncio.to_thread(pub.stop)

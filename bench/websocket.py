@@ -1,0 +1,202 @@
+"""WebSocket fan-out benchmark: N clients on one Daphne process while the publisher sends 10/s.
+
+    .venv/bin/python bench/websocket.py --clients 100 200 500 [--seconds 10] [--format html|json]
+
+For each N it starts a fresh server process (Daphne serving the real ASGI app in-process, with a
+SnapshotPublisher attached to the server's loop, as runprover does in the embedded mode, fed by a
+tracker that changes ~50 times a second so the publisher runs at its cap), connects N clients,
+and prints the delivery latency (client receive time minus the snapshot's `published_at`, same
+machine clock), frames delivered vs published, and the server's and the clients' CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "bench-token"
+
+
+# -- server side ----------------------------------------------------------------------------------
+def _churn(tracker, stop: threading.Event, changes_per_sec: float) -> None:
+    """Walk one 16-partition job after another through every phase, forever."""
+    n = 0
+    pause = 1.0 / changes_per_sec
+    while not stop.is_set():
+        job = f"ps-snap-1000-{n}-7"
+        tracker.register_job(job, "snap-update", 16)
+        tracker.set_queue_depth(n % 5)
+        for p in range(16):
+            for step in ("synth_start", "synth_end", "gpu_start", "finalize_start", "gpu_end"):
+                if stop.wait(pause):
+                    return
+                if step == "synth_start":
+                    tracker.partition_synth_start(job, p)
+                elif step == "synth_end":
+                    tracker.partition_synth_end(job, p)
+                elif step == "gpu_start":
+                    tracker.partition_gpu_start(job, p, p % 2)
+                elif step == "finalize_start":
+                    tracker.partition_finalize_start(job, p, p % 2)
+                else:
+                    tracker.partition_gpu_end(job, p, p % 2)
+        tracker.job_completed(job, True)
+        n += 1
+
+
+def serve(port: int, rate: float) -> None:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
+    django.setup()
+    from daphne import server as daphne_server
+    from daphne.endpoints import build_endpoint_description_strings
+
+    from gpu_engine.budget import MemoryBudget
+    from gpu_engine.publisher import SnapshotPublisher
+    from gpu_engine.tracker import StatusTracker
+    from vastmanager.asgi import application
+
+    tracker = StatusTracker(budget=MemoryBudget(64 << 30), synth_max=4, backend="cpu", grace_secs=5)
+    tracker.register_workers([(0, 0), (1, 0)])
+    pub = SnapshotPublisher(tracker, "bench-engine", max_rate=rate, heartbeat_secs=2.0)
+    stop = threading.Event()
+
+    def ready() -> None:
+        pub.attach_loop(daphne_server.twisted_loop)
+        pub.start()
+        threading.Thread(target=_churn, args=(tracker, stop, 50.0), daemon=True).start()
+        print("READY", flush=True)
+
+    server = daphne_server.Server(application=application, endpoints=build_endpoint_description_strings(
+        host="127.0.0.1", port=port), ready_callable=ready, verbosity=0, signal_handlers=True)
+    try:
+        server.run()
+    finally:
+        stop.set()
+        pub.stop()
+
+
+# -- client side ----------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _published_at(text: str) -> float | None:
+    # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
+    i = text.rfind('"published_at":')
+    if i < 0:
+        return None
+    j = i + len('"published_at":')
+    k = j
+    while k < len(text) and text[k] in "0123456789.eE+-":
+        k += 1
+    return float(text[j:k])
+
+
+async def _client(url: str, latencies: list[float], counting: list[bool], ready: asyncio.Event, errors: list[str]):
+    import websockets
+
+    try:
+        async with websockets.connect(url, origin="http://127.0.0.1", max_size=None, open_timeout=60,
+                                      ping_interval=None) as ws:
+            ready.set()
+            async for text in ws:
+                now = time.time()
+                if counting[0]:
+                    published = _published_at(text)
+                    if published is not None:
+                        latencies.append(now - published)
+    except Exception as exc:  # noqa: BLE001 - reported in the figures
+        errors.append(type(exc).__name__)
+
+
+async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: int, rate: float) -> dict:
+    import psutil
+
+    url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}"
+    latencies: list[float] = []
+    counting = [False]
+    errors: list[str] = []
+    tasks, events = [], []
+    for start in range(0, n, 50):  # connect in batches so the handshakes do not time out
+        batch = []
+        for _ in range(start, min(n, start + 50)):
+            ev = asyncio.Event()
+            events.append(ev)
+            batch.append(ev)
+            tasks.append(asyncio.create_task(_client(url, latencies, counting, ev, errors)))
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
+    await asyncio.sleep(2.0)  # warm-up
+    server, me = psutil.Process(server_pid), psutil.Process()
+    s0, c0, t0 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2]), time.monotonic()
+    counting[0] = True
+    await asyncio.sleep(seconds)
+    counting[0] = False
+    wall = time.monotonic() - t0
+    s1, c1 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2])
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    lat = sorted(latencies)
+    q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
+    return {
+        "clients": n, "frames": len(lat), "expected": int(n * rate * wall), "errors": len(errors),
+        "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94], "p99_ms": 1000 * q[98], "max_ms": 1000 * lat[-1] if lat else 0,
+        "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * (c1 - c0) / wall,
+    }
+
+
+def bench_one(n: int, seconds: float, fmt: str, rate: float) -> dict:
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="vm-bench-") as data:
+        env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
+                   PYTHONPATH=str(ROOT))
+        env.pop("REDIS_URL", None)
+        proc = subprocess.Popen([sys.executable, __file__, "--serve", "--port", str(port), "--rate", str(rate)],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            if "READY" not in line:
+                raise RuntimeError(f"server did not start: {line!r}")
+            return asyncio.run(run_clients(port, n, seconds, fmt, proc.pid, rate))
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, nargs="+", default=[100, 500])
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--format", choices=["html", "json"], default="html")
+    ap.add_argument("--rate", type=float, default=10.0, help="publisher max snapshots per second")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        serve(args.port, args.rate)
+        return
+    print(f"format={args.format} rate={args.rate}/s window={args.seconds}s cores={os.cpu_count()}")
+    print(f"{'clients':>7} {'frames':>8} {'expected':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+          f"{'server CPU':>10} {'client CPU':>10} {'errors':>6}")
+    for n in args.clients:
+        r = bench_one(n, args.seconds, args.format, args.rate)
+        print(f"{r['clients']:>7} {r['frames']:>8} {r['expected']:>8} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
+              f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% {r['client_cpu_pct']:>9.0f}% "
+              f"{r['errors']:>6}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
