@@ -1,0 +1,230 @@
+"""The launch recipes of the NTT family and the G1 MSM, written once for two executors.
+
+`KernelOps` is what a recipe needs from an executor: cached buffers, copies and kernel
+launches by name. `cuda.CudaOps` runs them on a GPU; `emulation.HostOps` runs the host
+build of the same kernel bodies, so these recipes (twiddles, cosets, the counting sort,
+the window reduction) are checked on machines without a GPU.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from gpu_engine.backends import limbs
+from gpu_engine.backends.limbs import R_MOD
+
+FR_BYTES = 32
+FP_BYTES = 48
+AFFINE_BYTES = 96
+XYZZ_BYTES = 192
+SCAN_BLOCK = 1024  # VM_SCAN_BLOCK in msm.cu
+SEGMENT_LEN_LOG = 4  # buckets per running-sum segment = 2^4
+
+
+class KernelOps(Protocol):
+    def buffer(self, tag: str, nbytes: int) -> Any:
+        """A buffer kept under `tag`, reused while the size stays the same."""
+
+    def upload(self, buf: Any, data: np.ndarray) -> None: ...
+
+    def download(self, buf: Any, nbytes: int) -> np.ndarray:
+        """Returns the first nbytes of buf as a uint32 array (waits for pending work)."""
+
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
+
+    def zero(self, buf: Any, nbytes: int) -> None: ...
+
+    def launch(self, name: str, count: int, *args: Any, block: int | None = None) -> None:
+        """Run kernel `name` over `count` thread indices; ints are passed as uint32."""
+
+
+class NttPlan:
+    """NTTs over Fr with twiddle and coset tables built once per size and kept on device."""
+
+    def __init__(self, ops: KernelOps) -> None:
+        self.ops = ops
+        self._tables: dict[tuple, Any] = {}
+
+    # -- tables --
+
+    def _powers(self, key: tuple, base: int, count: int, scale: int = 1) -> Any:
+        """Device table [scale * base^i for i < count], cached by key."""
+        if key in self._tables:
+            return self._tables[key]
+        nbits = max(1, (count - 1).bit_length())
+        pows = [pow(base, 1 << k, R_MOD) for k in range(nbits)]
+        tab = self.ops.buffer(f"{key}:base", nbits * FR_BYTES)
+        self.ops.upload(tab, limbs.pack_fr_mont(pows))
+        out = self.ops.buffer(f"{key}", count * FR_BYTES)
+        self.ops.launch("fr_powers_kernel", count, out, tab, nbits, count)
+        if scale != 1:
+            self.ops.launch("fr_scale_kernel", count, out, self._const(("c", key), scale), count)
+        self._tables[key] = out
+        return out
+
+    def _const(self, key: tuple, value: int) -> Any:
+        if key not in self._tables:
+            buf = self.ops.buffer(f"{key}", FR_BYTES)
+            self.ops.upload(buf, limbs.pack_fr_mont([value]))
+            self._tables[key] = buf
+        return self._tables[key]
+
+    def _twiddles(self, log_n: int, inverse: bool) -> Any:
+        w = limbs.root_of_unity(log_n)
+        if inverse:
+            w = pow(w, -1, R_MOD)
+        return self._powers(("tw", log_n, inverse), w, max(1, (1 << log_n) // 2))
+
+    def _coset_powers(self, log_n: int, inverse: bool) -> Any:
+        """g^i for the forward coset NTT; g^-i / n for the inverse (the 1/n folded in)."""
+        n = 1 << log_n
+        g = limbs.MULTIPLICATIVE_GENERATOR
+        if inverse:
+            return self._powers(("coset", log_n, True), pow(g, -1, R_MOD), n, pow(n, -1, R_MOD))
+        return self._powers(("coset", log_n, False), g, n)
+
+    # -- transforms on device buffers (Montgomery form) --
+
+    def transform(self, buf: Any, log_n: int, *, inverse: bool, coset: bool) -> None:
+        n = 1 << log_n
+        if coset and not inverse:
+            self.ops.launch("fr_mul_vec_kernel", n, buf, self._coset_powers(log_n, False), n)
+        if log_n > 0:
+            self.ops.launch("ntt_bitrev_kernel", n, buf, log_n, n)
+            tw = self._twiddles(log_n, inverse)
+            for log_half in range(log_n):
+                self.ops.launch("ntt_butterfly_kernel", n // 2, buf, tw, log_n, log_half, n // 2)
+        if inverse:
+            if coset:
+                self.ops.launch("fr_mul_vec_kernel", n, buf, self._coset_powers(log_n, True), n)
+            elif n > 1:
+                self.ops.launch("fr_scale_kernel", n, buf, self._const(("ninv", log_n), pow(n, -1, R_MOD)), n)
+
+    def _load(self, tag: str, values: Sequence[int], log_n: int) -> Any:
+        n = 1 << log_n
+        buf = self.ops.buffer(tag, n * FR_BYTES)
+        self.ops.upload(buf, limbs.pack_fr(values))
+        self.ops.launch("fr_to_mont_kernel", n, buf, n)
+        return buf
+
+    def _fetch(self, buf: Any, log_n: int) -> list[int]:
+        n = 1 << log_n
+        self.ops.launch("fr_from_mont_kernel", n, buf, n)
+        return limbs.unpack_fr(self.ops.download(buf, n * FR_BYTES))
+
+    def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
+        log_n = limbs.log2_exact(len(values))
+        buf = self._load("ntt:a", values, log_n)
+        self.transform(buf, log_n, inverse=inverse, coset=coset)
+        return self._fetch(buf, log_n)
+
+    def compute_h(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        """Coefficients of (A B - C) / Z from evaluations on the domain, all on device."""
+        if not len(a) == len(b) == len(c):
+            raise ValueError(f"compute_h needs equal lengths, got {len(a)}, {len(b)}, {len(c)}")
+        log_n = limbs.log2_exact(len(a))
+        n = 1 << log_n
+        bufs = [self._load(f"h:{name}", vals, log_n) for name, vals in (("a", a), ("b", b), ("c", c))]
+        for buf in bufs:
+            self.transform(buf, log_n, inverse=True, coset=False)
+            self.transform(buf, log_n, inverse=False, coset=True)
+        z = (pow(limbs.MULTIPLICATIVE_GENERATOR, n, R_MOD) - 1) % R_MOD
+        z_inv = self._const(("zinv", log_n), pow(z, -1, R_MOD))
+        self.ops.launch("ntt_h_pointwise_kernel", n, bufs[0], bufs[1], bufs[2], z_inv, n)
+        self.transform(bufs[0], log_n, inverse=True, coset=True)
+        return self._fetch(bufs[0], log_n)
+
+
+def window_bits(n: int) -> int:
+    """Pippenger window width: about log2(n) - 4 bits, between 4 and 16."""
+    return max(4, min(16, n.bit_length() - 5))
+
+
+class MsmPlan:
+    """Pippenger G1 MSM; bases stay on the device under their key (proving-key vectors)."""
+
+    def __init__(self, ops: KernelOps, *, max_cached_bases: int = 16, window: int | None = None) -> None:
+        self.ops = ops
+        self.window = window
+        self.max_cached_bases = max_cached_bases
+        self._bases: dict[str, tuple[Any, int]] = {}
+
+    def load_bases(self, points: Sequence[Any], key: str | None) -> Any:
+        n = len(points)
+        if key is not None and key in self._bases and self._bases[key][1] == n:
+            return self._bases[key][0]
+        tag = f"bases:{key}" if key is not None else "bases:-"
+        buf = self.ops.buffer(tag, n * AFFINE_BYTES)
+        self.ops.upload(buf, limbs.pack_g1_affine(points))
+        self.ops.launch("fp_to_mont_kernel", 2 * n, buf, 2 * n)
+        if key is not None:
+            self._bases[key] = (buf, n)
+            while len(self._bases) > self.max_cached_bases:
+                old = next(iter(self._bases))
+                del self._bases[old]
+                release = getattr(self.ops, "release", None)
+                if release is not None:
+                    release(f"bases:{old}")
+        return buf
+
+    def _scan(self, data: Any, count: int, depth: int = 0) -> None:
+        """Exclusive prefix sum in place: per-block scans, then the scanned block totals added."""
+        nblocks = -(-count // SCAN_BLOCK)
+        sums = self.ops.buffer(f"msm:scan{depth}", max(1, nblocks) * 4)
+        self.ops.launch("scan_block_kernel", nblocks * SCAN_BLOCK, data, sums, count, block=SCAN_BLOCK)
+        if nblocks > 1:
+            self._scan(sums, nblocks, depth + 1)
+            self.ops.launch("scan_add_kernel", nblocks * SCAN_BLOCK, data, sums, count, block=SCAN_BLOCK)
+
+    def msm(self, bases: Any, n: int, scalars: Sequence[int]) -> np.ndarray:
+        """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32)."""
+        if len(scalars) != n:
+            raise ValueError(f"msm_g1 got {n} points and {len(scalars)} scalars")
+        ops = self.ops
+        result = ops.buffer("msm:out", XYZZ_BYTES)
+        if n == 0:
+            ops.zero(result, XYZZ_BYTES)
+            return ops.download(result, XYZZ_BYTES)
+        c = self.window or window_bits(n)
+        nwin = -(-255 // c)
+        nbuckets = nwin << c
+        total = nwin * n
+        log_seg = max(0, c - SEGMENT_LEN_LOG)
+        nseg = nwin << log_seg
+
+        sc = ops.buffer("msm:scalars", n * FR_BYTES)
+        ops.upload(sc, limbs.pack_fr(scalars))
+        keys = ops.buffer("msm:keys", total * 4)
+        counts = ops.buffer("msm:counts", nbuckets * 4)
+        offsets = ops.buffer("msm:offsets", nbuckets * 4)
+        cursor = ops.buffer("msm:cursor", nbuckets * 4)
+        sorted_idx = ops.buffer("msm:sorted", total * 4)
+        buckets = ops.buffer("msm:buckets", nbuckets * XYZZ_BYTES)
+        seg = ops.buffer("msm:seg", nseg * XYZZ_BYTES)
+
+        ops.launch("msm_keys_kernel", total, sc, n, c, keys, total)
+        ops.zero(counts, nbuckets * 4)
+        ops.launch("msm_histogram_kernel", total, keys, counts, total)
+        ops.copy(offsets, counts, nbuckets * 4)
+        self._scan(offsets, nbuckets)
+        ops.copy(cursor, offsets, nbuckets * 4)
+        ops.launch("msm_scatter_kernel", total, keys, cursor, sorted_idx, n, total)
+        ops.launch("msm_bucket_kernel", nbuckets, bases, sorted_idx, offsets, counts, c, buckets, nbuckets)
+        ops.launch("msm_segment_kernel", nseg, buckets, c, log_seg, seg, nseg)
+        half = (1 << log_seg) // 2
+        while half >= 1:
+            ops.launch("msm_reduce_kernel", nwin * half, seg, log_seg, half, nwin * half)
+            half //= 2
+        ops.launch("msm_combine_kernel", 1, seg, nwin, log_seg, c, result)
+        return ops.download(result, XYZZ_BYTES)
+
+    def msm_g1(self, points: Sequence[Any], scalars: Sequence[int], *, bases_key: str | None = None):
+        """The backend-facing MSM: arkworks points and canonical ints in, a G1Point out."""
+        if len(points) != len(scalars):
+            raise ValueError(f"msm_g1 got {len(points)} points and {len(scalars)} scalars")
+        if not points:
+            return limbs.g1_from_affine(None)
+        bases = self.load_bases(points, bases_key)
+        return limbs.g1_from_affine(limbs.xyzz_mont_to_affine(self.msm(bases, len(points), scalars)))
