@@ -17,10 +17,17 @@ class Backend(Protocol):
     name: str
 
     def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
-        """Radix-2 NTT over Fr on the subgroup of size len(values) (a power of two)."""
+        """Radix-2 NTT over Fr on the subgroup of size len(values) (a power of two).
+
+        Conventions of `groth16.field` (the reference is `field.reference_ntt`): forward is
+        out[i] = sum_j v[j] * w**(i*j) with w = field.root_of_unity(n); `coset` evaluates at
+        field.COSET_GENERATOR * w**i; the inverses undo both exactly (1/n included)."""
 
     def compute_h(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
-        """Coefficients of H = (A*B - C) / Z from evaluations on the domain: the 7 NTTs."""
+        """Coefficients of H = (A*B - C) / Z from evaluations on the domain: the 7 NTTs.
+
+        Returns len(a) coefficients; the top one is 0 exactly when a*b = c on the domain
+        (the prover checks it). Reference: `field.reference_compute_h`."""
 
     def msm_g1(self, points: Sequence[G1Point], scalars: Sequence[int], *, bases_key: str | None = None) -> G1Point:
         ...
