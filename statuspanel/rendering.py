@@ -144,6 +144,14 @@ def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None,
     return (sum(values) if values else None), open_count
 
 
+def _elapsed(pipe: dict[str, Any]) -> float | None:
+    """Time since the job started, or its run time once finished (then it no longer grows)."""
+    started, finished = _num(pipe.get("started_secs_ago")), _num(pipe.get("finished_secs_ago"))
+    if started is None:
+        return None
+    return max(0.0, started - finished) if finished is not None else started
+
+
 def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
     parts = [partition_context(p) for p in pipe.get("partitions") or [] if isinstance(p, dict)]
     kind = str(pipe.get("proof_kind") or "")
@@ -157,7 +165,7 @@ def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
         "status": pipe.get("status") or ("failed" if failed else "running"),
-        "started_secs_ago": _num(pipe.get("started_secs_ago")),
+        "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
         "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == "done"),
         "partitions_failed": failed,

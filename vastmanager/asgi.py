@@ -21,9 +21,12 @@ def build_application():
 
     from statuspanel.routing import websocket_urlpatterns
 
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
     return ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            # The panel's CSS/JS come from the app's own static dirs: one process, no collectstatic.
+            "http": ASGIStaticFilesHandler(django_asgi_app),
             "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )

@@ -121,6 +121,9 @@
   function tick() {
     var now = performance.now(), open = socket && socket.readyState === WebSocket.OPEN;
     engines.forEach(function (st) {
+      // Stale data stops ticking: a growing duration would claim work we can no longer see.
+      if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
+      if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);
       var elapsed = (now - st.base) / 1000;
       st.section.querySelectorAll(".live[data-live-secs]").forEach(function (el) {
         var v = parseFloat(el.dataset.liveSecs);
@@ -128,8 +131,6 @@
         var t = fmt(v + (parseFloat(el.dataset.rate) || 1) * elapsed);
         if (el.textContent !== t) el.textContent = t;
       });
-      if (!open && lostSince !== null) setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
-      else if (now - st.lastFrame > 2 * st.hb * 1000) setStale(st, st.lastWall);
     });
     if (connEl && !open && lostSince !== null) {
       var wait = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
