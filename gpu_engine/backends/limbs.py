@@ -11,27 +11,17 @@ from collections.abc import Sequence
 import numpy as np
 from py_arkworks_bls12381 import G1Point
 
-# BLS12-381 scalar field Fr and base field Fp.
-R_MOD = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+from gpu_engine.groth16.field import COSET_GENERATOR as MULTIPLICATIVE_GENERATOR
+from gpu_engine.groth16.field import R as R_MOD
+from gpu_engine.groth16.field import ROOT_OF_UNITY, TWO_ADICITY
+
+# The coset generator, the 2-adic root and r come from the Groth16 field module, so the
+# device evaluates on exactly the domain and coset of the CPU backend.
 P_MOD = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 FR_LIMBS = 8
 FP_LIMBS = 12
 FR_R = pow(2, 32 * FR_LIMBS, R_MOD)  # Montgomery radix mod r
 FP_R_INV = pow(2, -32 * FP_LIMBS, P_MOD)
-
-# The multiplicative generator of Fr* used for cosets, and the 2-adic root of unity of
-# order 2^32 derived from it. Overridden by the Groth16 field module when it is present,
-# so both backends always evaluate on the same coset.
-MULTIPLICATIVE_GENERATOR = 7
-TWO_ADICITY = 32
-try:  # pragma: no branch - whichever module is present decides
-    from gpu_engine.groth16 import field as _field
-except ImportError:  # the reference module is optional at this layer
-    _field = None
-if _field is not None:
-    MULTIPLICATIVE_GENERATOR = int(getattr(_field, "COSET_GENERATOR", getattr(_field, "GENERATOR", MULTIPLICATIVE_GENERATOR)))
-ROOT_OF_UNITY = pow(MULTIPLICATIVE_GENERATOR, (R_MOD - 1) >> TWO_ADICITY, R_MOD)
-
 MAX_LOG_N = 28  # 2^28 Fr elements = 8 GiB per buffer; larger is refused up front.
 
 
