@@ -260,6 +260,10 @@ class SnapshotPublisher:
         future, self._inflight = self._inflight, None
         if future is None or future.done():
             return
+        loop = self._loop
+        if loop is not None and (loop.is_closed() or not loop.is_running()):
+            future.cancel()  # the server is shutting down: nothing will run it
+            return
         try:
             future.result(SEND_TIMEOUT_SECS)
         except Exception:  # counted and logged by _send_done
@@ -267,8 +271,9 @@ class SnapshotPublisher:
 
     def _send_done(self, future) -> None:
         if future.cancelled():
-            self.send_errors += 1
-            log.warning("snapshot send of engine %s timed out on the server loop", self.engine_id)
+            if not self._stop.is_set():  # a send dropped while shutting down is expected
+                self.send_errors += 1
+                log.warning("snapshot send of engine %s timed out on the server loop", self.engine_id)
         elif future.exception() is not None:
             self.send_errors += 1
             log.error("snapshot send of engine %s failed: %r", self.engine_id, future.exception())
