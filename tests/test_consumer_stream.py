@@ -67,8 +67,10 @@ async def test_updates_arrive_in_seq_order_and_stale_ones_are_dropped():
     assert [f["snapshot"]["counters"]["queue_depth"] for f in frames] == [1, 2, 3]
     assert [f["seq"] for f in frames] == sorted(f["seq"] for f in frames)
     stale = dict(frames[0]["snapshot"])
-    await get_channel_layer().group_send(publisher.STATUS_GROUP, {
-        "type": publisher.MESSAGE_TYPE, "engine_id": "eng-seq", "seq": stale["seq"], "snapshot": stale})
+    layer = get_channel_layer()
+    for body in ({"snapshot_json": json.dumps(stale)}, {"snapshot": stale}):  # both message forms
+        await layer.group_send(publisher.STATUS_GROUP, {
+            "type": publisher.MESSAGE_TYPE, "engine_id": "eng-seq", "seq": stale["seq"], **body})
     assert await comm.receive_nothing(timeout=0.2)
     await comm.disconnect()
 
