@@ -120,6 +120,11 @@ def test_live_panel_in_chromium(prover, tmp_path):
             assert job_id.startswith("ps-snap-") and len(job_id) > len("ps-snap-")
             assert page.locator(f'article.worker[data-job-id="{job_id}"] .job-id').first.inner_text().strip() in (
                 job_id, "—")  # the card may have moved on since; the check above saw it whole
+            # Finished jobs reach the history table (refetched when the counters move), linked to the admin.
+            page.wait_for_selector("#history tr.job-row", timeout=120_000)
+            link = page.locator("#history tr.job-row a.job-id").first
+            assert link.inner_text().strip() == link.get_attribute("title")
+            assert "/admin/gpu_engine/proofjob/" in link.get_attribute("href")
             assert page.evaluate("window.__noReload") is True
             assert errors == []
 
