@@ -10,7 +10,8 @@ because a tracker that breaks them lies to the operator:
 Every call is one short critical section with no I/O; illegal calls (unknown ids, impossible
 transitions) raise `TrackerError` before touching state. Each mutation bumps `seq` so a
 publisher can sleep in `wait_for_change`. Finished jobs stay visible for `grace_secs`, then are
-purged lazily (on mutations, snapshots and waits) against the injectable clock.
+purged lazily (on job registration and completion, snapshots and waits) against the
+injectable clock.
 """
 from __future__ import annotations
 
@@ -20,87 +21,14 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from gpu_engine.kinds import kind_label
+from gpu_engine.tracker_records import (  # noqa: F401 - the vocabulary is re-exported here
+    ACTIVE_PHASES, DONE, ERROR, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, PROVING, SYNTH_DONE,
+    SYNTHESIZING, JobRecord, PartitionRecord, TrackerError, WorkerRecord,
+)
 from gpu_engine.tracker_snapshot import format_snapshot
 
 if TYPE_CHECKING:
     from gpu_engine.budget import MemoryBudget
-
-PENDING = "pending"
-SYNTHESIZING = "synthesizing"
-SYNTH_DONE = "synth_done"
-GPU = "gpu"
-FINALIZING = "finalizing"
-DONE = "done"
-FAILED = "failed"
-PHASES = (PENDING, SYNTHESIZING, SYNTH_DONE, GPU, FINALIZING, DONE, FAILED)
-# Phases in which some thread is still working on the partition: a job is not purged while
-# one of its partitions is here, so a late event never meets an unknown job.
-ACTIVE_PHASES = frozenset({SYNTHESIZING, GPU, FINALIZING})
-
-IDLE = "idle"
-PROVING = "proving"
-ERROR = "error"
-
-
-class TrackerError(ValueError):
-    """An unknown id or an impossible transition; raised before any state changes."""
-
-
-class _Worker:
-    __slots__ = ("worker_id", "gpu_ordinal", "state", "job_id", "partition", "proof_kind",
-                 "busy_since", "error")
-
-    def __init__(self, worker_id: Hashable, gpu_ordinal: int) -> None:
-        self.worker_id = worker_id
-        self.gpu_ordinal = gpu_ordinal
-        self.state = IDLE
-        self.job_id: str | None = None
-        self.partition: int | None = None
-        self.proof_kind: str | None = None
-        self.busy_since: float | None = None
-        self.error: str | None = None
-
-
-class _Partition:
-    __slots__ = ("state", "synth_start", "synth_end", "gpu_start", "gpu_end", "fin_start",
-                 "fin_end", "worker_id", "error")
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.state = PENDING
-        self.synth_start = self.synth_end = None
-        self.gpu_start = self.gpu_end = None
-        self.fin_start = self.fin_end = None
-        self.worker_id = None
-        self.error = None
-
-    def close_open_phase(self, now: float) -> None:
-        if self.synth_start is not None and self.synth_end is None:
-            self.synth_end = now
-        if self.gpu_start is not None and self.gpu_end is None:
-            self.gpu_end = now
-        if self.fin_start is not None and self.fin_end is None:
-            self.fin_end = now
-
-
-class _Job:
-    __slots__ = ("job_id", "proof_kind", "label", "partitions", "registered", "running",
-                 "finished_at", "success", "done", "active")
-
-    def __init__(self, job_id: str, proof_kind: str, total: int, now: float) -> None:
-        self.job_id = job_id
-        self.proof_kind = proof_kind
-        self.label = kind_label(proof_kind)
-        self.partitions = [_Partition() for _ in range(total)]
-        self.registered = now
-        self.running = False          # some partition has left `pending`
-        self.finished_at: float | None = None
-        self.success: bool | None = None
-        self.done = 0                 # partitions in `done`
-        self.active = 0               # partitions in ACTIVE_PHASES
 
 
 class StatusTracker:
@@ -118,9 +46,9 @@ class StatusTracker:
         self._created = clock()
         self._seq = 0
         self._waiters = 0
-        self._workers: dict[Hashable, _Worker] = {}
-        self._jobs: dict[str, _Job] = {}
-        self._finished: dict[str, _Job] = {}   # finished jobs in finish order, awaiting purge
+        self._workers: dict[Hashable, WorkerRecord] = {}
+        self._jobs: dict[str, JobRecord] = {}
+        self._finished: dict[str, JobRecord] = {}   # finished jobs in finish order, awaiting purge
         self._next_purge = math.inf   # earliest end of a grace period
         self._stuck = False           # a job past grace still has active partitions
         self._synth_active = 0
@@ -138,13 +66,13 @@ class StatusTracker:
         if self._waiters:
             self._cond.notify_all()
 
-    def _job(self, job_id: str) -> _Job:
+    def _job(self, job_id: str) -> JobRecord:
         job = self._jobs.get(job_id)
         if job is None:
             raise TrackerError(f"unknown job id {job_id!r}")
         return job
 
-    def _part(self, job_id: str, p: int) -> tuple[_Job, _Partition]:
+    def _part(self, job_id: str, p: int) -> tuple[JobRecord, PartitionRecord]:
         job = self._jobs.get(job_id)
         if job is None:
             raise TrackerError(f"unknown job id {job_id!r}")
@@ -153,7 +81,7 @@ class StatusTracker:
             return job, parts[p]
         raise TrackerError(f"job {job_id!r} has no partition {p!r} (valid: 0..{len(parts) - 1})")
 
-    def _worker(self, worker_id: Hashable) -> _Worker:
+    def _worker(self, worker_id: Hashable) -> WorkerRecord:
         w = self._workers.get(worker_id)
         if w is None:
             raise TrackerError(f"unknown worker id {worker_id!r}")
@@ -166,7 +94,7 @@ class StatusTracker:
             w.state = IDLE
             w.job_id = w.partition = w.proof_kind = w.busy_since = None
 
-    def _leave(self, job: _Job, part: _Partition) -> None:
+    def _leave(self, job: JobRecord, part: PartitionRecord) -> None:
         """Bookkeeping for a partition leaving its phase by failure or retry."""
         old = part.state
         if old in ACTIVE_PHASES:
@@ -176,7 +104,7 @@ class StatusTracker:
         elif old is DONE:
             job.done -= 1
 
-    def _bad(self, job_id: str, p: int, part: _Partition, call: str) -> TrackerError:
+    def _bad(self, job_id: str, p: int, part: PartitionRecord, call: str) -> TrackerError:
         return TrackerError(f"{call}: job {job_id!r} partition {p} is {part.state!r}")
 
     def _purge(self, now: float) -> None:
@@ -210,7 +138,7 @@ class StatusTracker:
             for wid, ordinal in pairs:
                 w = self._workers.get(wid)
                 if w is None:
-                    self._workers[wid] = _Worker(wid, ordinal)
+                    self._workers[wid] = WorkerRecord(wid, ordinal)
                 else:
                     w.gpu_ordinal = ordinal
             self._changed()
@@ -260,7 +188,7 @@ class StatusTracker:
                 if old.finished_at is None or old.active:
                     raise TrackerError(f"job {job_id!r} is already registered and still running")
                 del self._finished[job_id]     # a re-run replaces the finished entry
-            self._jobs[job_id] = _Job(job_id, proof_kind, total_partitions, now)
+            self._jobs[job_id] = JobRecord(job_id, proof_kind, total_partitions, now)
             self._changed()
 
     def job_completed(self, job_id: str, success: bool) -> None:
