@@ -102,10 +102,11 @@ class NttPlan:
             elif n > 1:
                 self.ops.launch("fr_scale_kernel", n, buf, self._const(("ninv", log_n), pow(n, -1, R_MOD)), n)
 
-    def _load(self, tag: str, values: Sequence[int], log_n: int) -> Any:
+    def _load(self, tag: str, values: Sequence[int] | np.ndarray, log_n: int) -> Any:
+        """Upload canonical values (ints, or limbs already packed by `limbs.pack_fr`)."""
         n = 1 << log_n
         buf = self.ops.buffer(tag, n * FR_BYTES)
-        self.ops.upload(buf, limbs.pack_fr(values))
+        self.ops.upload(buf, values if isinstance(values, np.ndarray) else limbs.pack_fr(values))
         self.ops.launch("fr_to_mont_kernel", n, buf, n)
         return buf
 
@@ -125,16 +126,20 @@ class NttPlan:
         if not len(a) == len(b) == len(c):
             raise ValueError(f"compute_h needs equal lengths, got {len(a)}, {len(b)}, {len(c)}")
         log_n = limbs.log2_exact(len(a))
-        n = 1 << log_n
         bufs = [self._load(f"h:{name}", vals, log_n) for name, vals in (("a", a), ("b", b), ("c", c))]
-        for buf in bufs:
+        self.compute_h_device(bufs[0], bufs[1], bufs[2], log_n)
+        return self._fetch(bufs[0], log_n)
+
+    def compute_h_device(self, a: Any, b: Any, c: Any, log_n: int) -> None:
+        """The 7 NTTs and the quotient on device buffers; H's coefficients end up in `a`."""
+        n = 1 << log_n
+        for buf in (a, b, c):
             self.transform(buf, log_n, inverse=True, coset=False)
             self.transform(buf, log_n, inverse=False, coset=True)
         z = (pow(limbs.MULTIPLICATIVE_GENERATOR, n, R_MOD) - 1) % R_MOD
         z_inv = self._const(("zinv", log_n), pow(z, -1, R_MOD))
-        self.ops.launch("ntt_h_pointwise_kernel", n, bufs[0], bufs[1], bufs[2], z_inv, n)
-        self.transform(bufs[0], log_n, inverse=True, coset=True)
-        return self._fetch(bufs[0], log_n)
+        self.ops.launch("ntt_h_pointwise_kernel", n, a, b, c, z_inv, n)
+        self.transform(a, log_n, inverse=True, coset=True)
 
 
 def window_bits(n: int) -> int:
@@ -151,13 +156,15 @@ class MsmPlan:
         self.max_cached_bases = max_cached_bases
         self._bases: dict[str, tuple[Any, int]] = {}
 
-    def load_bases(self, points: Sequence[Any], key: str | None) -> Any:
-        n = len(points)
+    def load_bases(self, points: Sequence[Any] | np.ndarray, key: str | None) -> Any:
+        """Upload affine bases (G1Points, or limbs packed by `limbs.pack_g1_affine`)."""
+        packed = isinstance(points, np.ndarray)
+        n = points.size // 24 if packed else len(points)
         if key is not None and key in self._bases and self._bases[key][1] == n:
             return self._bases[key][0]
         tag = f"bases:{key}" if key is not None else "bases:-"
         buf = self.ops.buffer(tag, n * AFFINE_BYTES)
-        self.ops.upload(buf, limbs.pack_g1_affine(points))
+        self.ops.upload(buf, points if packed else limbs.pack_g1_affine(points))
         self.ops.launch("fp_to_mont_kernel", 2 * n, buf, 2 * n)
         if key is not None:
             self._bases[key] = (buf, n)
@@ -178,10 +185,14 @@ class MsmPlan:
             self._scan(sums, nblocks, depth + 1)
             self.ops.launch("scan_add_kernel", nblocks * SCAN_BLOCK, data, sums, count, block=SCAN_BLOCK)
 
-    def msm(self, bases: Any, n: int, scalars: Sequence[int]) -> np.ndarray:
-        """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32)."""
-        if len(scalars) != n:
-            raise ValueError(f"msm_g1 got {n} points and {len(scalars)} scalars")
+    def msm(self, bases: Any, n: int, scalars: Sequence[int] | np.ndarray) -> np.ndarray:
+        """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32).
+
+        `scalars` are canonical ints, or their limbs already packed by `limbs.pack_fr`."""
+        packed = isinstance(scalars, np.ndarray)
+        count = scalars.size // 8 if packed else len(scalars)
+        if count != n:
+            raise ValueError(f"msm_g1 got {n} points and {count} scalars")
         ops = self.ops
         result = ops.buffer("msm:out", XYZZ_BYTES)
         if n == 0:
@@ -195,7 +206,7 @@ class MsmPlan:
         nseg = nwin << log_seg
 
         sc = ops.buffer("msm:scalars", n * FR_BYTES)
-        ops.upload(sc, limbs.pack_fr(scalars))
+        ops.upload(sc, scalars if packed else limbs.pack_fr(scalars))
         keys = ops.buffer("msm:keys", total * 4)
         counts = ops.buffer("msm:counts", nbuckets * 4)
         offsets = ops.buffer("msm:offsets", nbuckets * 4)

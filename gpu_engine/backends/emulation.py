@@ -117,6 +117,9 @@ class HostOps:
     def zero(self, buf: np.ndarray, nbytes: int) -> None:
         buf[: nbytes // 4] = 0
 
+    def synchronize(self) -> None:
+        """Host launches are synchronous."""
+
     def launch(self, name: str, count: int, *args: Any, block: int | None = None) -> None:
         self.launches.append(name)
         cargs = [_ptr(a) if isinstance(a, np.ndarray) else ctypes.c_uint32(int(a)) for a in args]
@@ -127,6 +130,8 @@ class EmulatedBackend:
     """The NTT family and the G1 MSM of the CUDA backend, run by the host build."""
 
     name = "emulation"
+    device_name = "host emulation"
+    arch = "host"
 
     def __init__(self, *, window: int | None = None) -> None:
         self.ops = HostOps()
