@@ -28,6 +28,14 @@ def _utc_now_iso() -> str:
         "+00:00", "Z")
 
 
+def _ms(start: float | None, end: float | None, now: float) -> float | None:
+    """Milliseconds of a phase (growing against now while open), rounded: the snapshot is sent
+    to every client ten times a second, and full float precision triples its size."""
+    if start is None:
+        return None
+    return round(((now if end is None else end) - start) * 1000.0, 1)
+
+
 def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], int]:
     out = []
     append = out.append
@@ -38,9 +46,9 @@ def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], in
         append({
             "index": index,
             "state": state,
-            "synth_ms": None if ss is None else ((now if se is None else se) - ss) * 1000.0,
-            "gpu_ms": None if gs is None else ((now if ge is None else ge) - gs) * 1000.0,
-            "finalize_ms": None if fs is None else ((now if fe is None else fe) - fs) * 1000.0,
+            "synth_ms": _ms(ss, se, now),
+            "gpu_ms": _ms(gs, ge, now),
+            "finalize_ms": _ms(fs, fe, now),
             "worker_id": worker_id,
             "error": error,
         })
@@ -62,8 +70,8 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
             "proof_kind": kind,
             "proof_label": label,
             "status": status,
-            "started_secs_ago": now - registered,
-            "finished_secs_ago": None if finished_at is None else now - finished_at,
+            "started_secs_ago": round(now - registered, 3),
+            "finished_secs_ago": None if finished_at is None else round(now - finished_at, 3),
             "total_partitions": total,
             "partitions_done": done,
             "partitions_failed": failed,
@@ -78,7 +86,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
             "current_partition": partition,
             "current_proof_kind": kind,
             "current_proof_label": None if kind is None else kind_label(kind),
-            "busy_secs": 0.0 if busy_since is None else now - busy_since,
+            "busy_secs": 0.0 if busy_since is None else round(now - busy_since, 3),
             "error": error,
         }
         for worker_id, ordinal, wstate, job_id, partition, kind, busy_since, error in workers
