@@ -71,3 +71,22 @@ def test_bad_ordinal_is_a_clear_error():
 
     with pytest.raises(BackendUnavailable, match="not present"):
         CudaBackend(device_count())
+
+
+def test_tables_and_bases_are_rebuilt_after_an_out_of_memory():
+    from gpu_engine.backends.cuda import CudaBackend
+    from tests.cuda_support import expected_msm, random_points
+
+    rng = random.Random(82)
+    backend = CudaBackend(0)
+    try:
+        v = [rng.randrange(R) for _ in range(256)]
+        pts, sc = random_points(64, rng), [rng.randrange(R) for _ in range(64)]
+        first = backend.ntt(v, coset=True)
+        backend.msm_g1(pts, sc, bases_key="oom/a")
+        with pytest.raises(DeviceError), backend._errors("allocating a huge buffer"):
+            backend.ops.buffer("test:huge", 1 << 50)
+        assert backend.ntt(v, coset=True) == first
+        assert backend.msm_g1(pts, sc, bases_key="oom/a") == expected_msm(pts, sc)
+    finally:
+        backend.close()

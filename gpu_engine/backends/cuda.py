@@ -201,13 +201,21 @@ class CudaBackend:
             if not isinstance(exc, (drv.Error, getattr(drv, "CompileError", drv.Error))):
                 raise
             oom = isinstance(exc, drv.MemoryError) or "out of memory" in str(exc).lower()
-            if oom and getattr(self, "ops", None) is not None:
-                with contextlib.suppress(Exception):
-                    self.ops.release_all()
+            if oom:
+                self._free_device_memory()
             kind = "out of device memory" if oom else "CUDA error"
             raise DeviceError(
                 f"GPU {self.gpu_ordinal}: {kind} while {what}: {exc}", out_of_memory=oom, gpu_ordinal=self.gpu_ordinal
             ) from exc
+
+    def _free_device_memory(self) -> None:
+        """Free every cached buffer, and forget the tables and bases that lived in them."""
+        for plan in (getattr(self, "_ntt", None), getattr(self, "_msm", None)):
+            if plan is not None:
+                plan.forget()
+        if getattr(self, "ops", None) is not None:
+            with contextlib.suppress(Exception):
+                self.ops.release_all()
 
     def _check_thread(self) -> None:
         if threading.get_ident() != self._thread:
@@ -254,6 +262,5 @@ class CudaBackend:
         if self._ctx is None:
             return
         self._check_thread()
-        with contextlib.suppress(Exception):  # a faulted context cannot free; detaching still releases it
-            self.ops.release_all()
+        self._free_device_memory()  # a faulted context cannot free; detaching still releases it
         self._drop_context()

@@ -47,6 +47,10 @@ class NttPlan:
         self.ops = ops
         self._tables: dict[tuple, Any] = {}
 
+    def forget(self) -> None:
+        """Drop the cached tables (after their buffers were freed)."""
+        self._tables.clear()
+
     # -- tables --
 
     def _powers(self, key: tuple, base: int, count: int, scale: int = 1) -> Any:
@@ -155,6 +159,10 @@ class MsmPlan:
         self.window = window
         self.max_cached_bases = max_cached_bases
         self._bases: dict[str, tuple[Any, int]] = {}
+
+    def forget(self) -> None:
+        """Drop the cached bases (after their buffers were freed)."""
+        self._bases.clear()
 
     def load_bases(self, points: Sequence[Any] | np.ndarray, key: str | None) -> Any:
         """Upload affine bases (G1Points, or limbs packed by `limbs.pack_g1_affine`)."""
