@@ -1,0 +1,87 @@
+"""The history writer: one thread that does the engine's database writes off the proving path.
+
+GPU workers and finalizers never wait for the database; they hand a small closure here. One
+writer keeps SQLite from seeing several writers at once and keeps the writes in order, so a
+job's PartitionRun rows are stored before the job is marked done.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+from django.db import connection
+
+from gpu_engine.models import PartitionRun
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class HistoryWriter:
+    def __init__(self, name: str = "history-writer") -> None:
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._pending_runs: list[PartitionRun] = []
+        self.errors = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, op: Callable[[], None]) -> None:
+        """Run `op` in the writer thread, after everything submitted before it."""
+        self._queue.put(op)
+
+    def record_partition(self, **fields: Any) -> None:
+        """Queue one PartitionRun row (batched with its neighbours into one INSERT)."""
+        self._queue.put(PartitionRun(**fields))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued write is done; False on timeout."""
+        done = threading.Event()
+        self._queue.put(done.set)
+        return done.wait(timeout)
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                item = self._queue.get()
+                batch = [item]
+                while isinstance(batch[-1], PartitionRun):
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                runs = [x for x in batch if isinstance(x, PartitionRun)]
+                rest = [x for x in batch if not isinstance(x, PartitionRun)]
+                if runs:
+                    self._write_runs(runs)
+                for op in rest:
+                    if op is _STOP:
+                        return
+                    self._call(op)
+        finally:
+            connection.close()
+
+    def _write_runs(self, runs: list[PartitionRun]) -> None:
+        try:
+            PartitionRun.objects.bulk_create(runs)
+        except Exception:
+            self.errors += 1
+            log.exception("could not store %d partition run(s)", len(runs))
+            connection.close()  # the next write reconnects
+
+    def _call(self, op: Callable[[], None]) -> None:
+        try:
+            op()
+        except Exception:
+            self.errors += 1
+            log.exception("history write failed")
+            connection.close()
