@@ -231,7 +231,7 @@ class Engine(PipelineMixin):
             job = ActiveJob(row.pk, row.job_id, kind.name, row.priority, next(self._claims), kind.partitions)
             self._active[row.job_id] = job
             self.tracker.register_job(job.job_id, job.kind, job.total)
-        log.info("claimed %s (%s, attempt %d)", row.job_id, row.proof_kind, row.attempts)
+        log.debug("claimed %s (%s, attempt %d)", row.job_id, row.proof_kind, row.attempts)
         return True
 
     def _schedule(self, job: ActiveJob, index: int) -> None:

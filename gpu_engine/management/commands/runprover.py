@@ -1,0 +1,190 @@
+"""`manage.py runprover`: the engine, and by default the panel and API served from the same process.
+
+Embedded mode runs Daphne in the main thread (it owns the reactor) and the engine in background
+threads; the publisher sends onto Daphne's event loop, captured when the server is ready. The
+first SIGINT/SIGTERM stops claiming and drains (held jobs finish or go back to the queue), then
+exits 0; a second one exits at once (leases make that safe).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from gpu_engine import cli, runtime
+from gpu_engine.engine import Engine
+from gpu_engine.engine_types import EngineConfig
+
+
+class Command(BaseCommand):
+    help = "Prove queued jobs (and serve the status panel and job API unless --no-serve)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--bind", type=cli.bind_address, default=("127.0.0.1", 8000), metavar="HOST:PORT",
+                            help="where the panel and API listen (default 127.0.0.1:8000)")
+        parser.add_argument("--no-serve", action="store_true", help="run the engine only (scale-out GPU host)")
+        parser.add_argument("--workers", type=cli.positive_int, default=1, metavar="N",
+                            help="GPU workers per device (default 1)")
+        parser.add_argument("--gpus", type=cli.gpu_list, default="auto", metavar="LIST|auto|none",
+                            help="device ordinals such as 0,1; auto = all; none = CPU backend")
+        parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+        parser.add_argument("--synth-workers", type=cli.positive_int, default=max(1, (os.cpu_count() or 2) // 2),
+                            metavar="N", help="synthesis processes (default: half the cores)")
+        parser.add_argument("--finalizers", type=cli.positive_int, default=1, metavar="N",
+                            help="threads finishing partitions on the CPU (default 1)")
+        parser.add_argument("--memory-budget", type=cli.memory_size, default=cli.memory_size("4GiB"), metavar="SIZE",
+                            help="bytes partitions in flight may hold, e.g. 8GiB (default 4GiB)")
+        parser.add_argument("--engine-id", default=socket.gethostname(), metavar="ID",
+                            help="name of this engine in the panel and the job history (default: host name)")
+        parser.add_argument("--drain-secs", type=float, default=30.0, metavar="S",
+                            help="on SIGINT/SIGTERM, how long held jobs may finish before they are returned")
+        parser.add_argument("--demo", action="store_true", help="keep a mixed stream of demo jobs queued")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        self._check_migrations()
+        try:
+            backend, gpus = cli.resolve_devices(opts["backend"], opts["gpus"])
+            from gpu_engine.publisher import validate_engine_id
+
+            engine_id = validate_engine_id(opts["engine_id"])
+            if opts["drain_secs"] < 0:
+                raise ValueError("--drain-secs must be >= 0")
+            config = EngineConfig(
+                engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
+                synth_workers=opts["synth_workers"], finalizers=opts["finalizers"],
+                memory_budget=opts["memory_budget"], drain_secs=opts["drain_secs"],
+            )
+            engine = Engine(config)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        serve = not opts["no_serve"]
+        host, port = opts["bind"]
+        self._banner(engine, serve, host, port)
+        try:
+            engine.prepare(progress=cli.ParamsProgress(self.stdout._out))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write("  ready: waiting for jobs" + (" (demo stream on)" if opts["demo"] else ""))
+        self._run(engine, serve, host, port, opts["demo"])
+
+    # ---- pieces ------------------------------------------------------------------------
+
+    def _check_migrations(self) -> None:
+        connection = connections[DEFAULT_DB_ALIAS]
+        executor = MigrationExecutor(connection)
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            raise CommandError("the database has unapplied migrations; run `manage.py migrate` first")
+
+    def _banner(self, engine: Engine, serve: bool, host: str, port: int) -> None:
+        from statuspanel.auth import api_token, login_url
+
+        cfg = engine.config
+        token = api_token()
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{port}"
+        db = settings.DATABASES["default"]
+        lines = ["", "vastmanager runprover", f"  engine     {cfg.engine_id}"]
+        if serve:
+            lines += [f"  panel      {base}/",
+                      f"  login      {login_url(base)}",
+                      f"  API        {base}/api/jobs   (Authorization: Bearer <token>)"]
+        else:
+            lines += ["  panel      not served here (--no-serve)"]
+        if not settings.VASTMANAGER_TOKEN:
+            lines += [f"  token      {token}   (kept in {settings.DATA_DIR / 'api_token'})"]
+        lines += [
+            f"  backend    {cfg.backend}: {len(engine.workers)} worker(s) "
+            f"({', '.join(w for w, _ in engine.workers)}) on device(s) {','.join(map(str, cfg.gpus))}",
+            f"  synthesis  {cfg.synth_workers} process(es), {cfg.finalizers} finalizer thread(s)",
+            f"  budget     {cli.human_bytes(cfg.memory_budget)}",
+            f"  params     {cfg.params_dir} (circuit scale {cfg.scale})",
+            f"  database   {db['ENGINE'].rsplit('.', 1)[-1]} {db.get('NAME')}",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+
+    def _run(self, engine: Engine, serve: bool, host: str, port: int, demo: bool) -> None:
+        from gpu_engine.demo import DemoFeeder
+        from gpu_engine.publisher import SnapshotPublisher
+
+        cfg = engine.config
+        publisher = SnapshotPublisher(engine.tracker, cfg.engine_id)
+        engine.add_listener(cli.ProgressPrinter(engine.stats, self.stdout._out))
+        feeder = DemoFeeder() if demo else None
+        server = self._server(host, port, publisher) if serve else None
+        signals = {"count": 0}
+
+        def on_signal(signum: int, frame: Any) -> None:
+            signals["count"] += 1
+            if signals["count"] > 1:
+                sys.stderr.write("second signal: exiting now (held leases will expire)\n")
+                sys.stderr.flush()
+                os._exit(128 + signum)
+            sys.stderr.write(f"{signal.Signals(signum).name}: no new claims; finishing held jobs "
+                             f"(up to {cfg.drain_secs:.0f}s, then returning them). Signal again to exit now.\n")
+            sys.stderr.flush()
+            if feeder:
+                threading.Thread(target=feeder.stop, daemon=True).start()
+            engine.request_stop()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        runtime.set_local_tracker(engine.tracker, cfg.engine_id)
+        try:
+            engine.start()
+            if not serve:
+                publisher.start()
+            if feeder:
+                feeder.start()
+            if server is not None:
+                threading.Thread(target=self._stop_server_after, args=(engine,), daemon=True).start()
+                server.run()  # returns when the engine has stopped and the reactor is stopped
+            while not engine.wait(0.5):
+                pass
+        finally:
+            if feeder:
+                feeder.stop()
+            publisher.stop()
+            runtime.set_local_tracker(None)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        with engine.stats.lock:
+            done = sum(engine.stats.done_by_kind.values())
+            failed = sum(engine.stats.failed_by_kind.values())
+        self.stdout.write(f"stopped: {done} proved, {failed} failed")
+
+    def _server(self, host: str, port: int, publisher):
+        """Daphne for the panel and API, publishing onto its loop once it is listening."""
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+        from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+        from vastmanager.asgi import build_application
+
+        def ready() -> None:
+            import asyncio
+
+            publisher.attach_loop(asyncio.get_event_loop())
+            publisher.start()
+
+        return Server(
+            application=ASGIStaticFilesHandler(build_application()),
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            signal_handlers=False,
+            ready_callable=ready,
+            verbosity=0,
+        )
+
+    @staticmethod
+    def _stop_server_after(engine: Engine) -> None:
+        from twisted.internet import reactor
+
+        engine.wait()
+        reactor.callFromThread(reactor.stop)
