@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from statuspanel.templatetags.panel_tags import duration, human_bytes, ms_duration, pct, phase_title
+from statuspanel.templatetags.panel_tags import duration, human_bytes, ms_duration, pct, phase_title, worker_label
 
 
 @pytest.mark.parametrize("secs,text", [(0, "0.0 s"), (12.34, "12.3 s"), (59.94, "59.9 s"), (60, "1m 00s"),
@@ -24,3 +24,7 @@ def test_phase_title_carries_everything_in_full():
                          "worker_id": 1, "error": "CUDA error: an illegal memory access was encountered"})
     assert title == ("partition 6 · failed · synth 36.2 s · gpu 5.2 s · worker W1\n"
                      "error: CUDA error: an illegal memory access was encountered")
+
+
+def test_worker_label():
+    assert worker_label(0) == "W0" and worker_label("cpu0-w0") == "cpu0-w0" and worker_label(None) == "—"

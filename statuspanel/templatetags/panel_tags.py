@@ -78,6 +78,16 @@ def unix_iso(ts: Any) -> str:
 
 
 @register.filter
+def worker_label(worker_id: Any) -> str:
+    """`W0` for cuzk's numeric worker ids; an engine's own string ids (`cpu0-w0`) as they are."""
+    if worker_id is None or worker_id == "":
+        return "—"
+    if isinstance(worker_id, int) and not isinstance(worker_id, bool):
+        return f"W{worker_id}"
+    return str(worker_id)
+
+
+@register.filter
 def phase_title(part: dict[str, Any]) -> str:
     """The hover text of a waterfall cell: partition, phase, timings, worker and any error, in full."""
     bits = [f"partition {part.get('index')}", str(part.get("state"))]
@@ -85,7 +95,7 @@ def phase_title(part: dict[str, Any]) -> str:
         if part.get(key) is not None:
             bits.append(f"{label} {ms_duration(part[key])}")
     if part.get("worker_id") is not None:
-        bits.append(f"worker W{part['worker_id']}")
+        bits.append(f"worker {worker_label(part['worker_id'])}")
     text = " · ".join(bits)
     if part.get("error"):
         text += f"\nerror: {part['error']}"
