@@ -135,6 +135,17 @@ def test_live_panel_in_chromium(prover, tmp_path):
             assert page.evaluate("window.__noReload") is True
             assert errors == []
 
+            # Whole on first paint without JavaScript: the same regions, server-rendered.
+            bare = browser.new_context(java_script_enabled=False)
+            try:
+                nojs = bare.new_page()
+                nojs.goto(f"{base}/login?token={TOKEN}")
+                assert nojs.locator("#engines .engine [data-region=workers] article.worker").count() >= 1
+                assert nojs.locator("#engines .engine [data-region=pipelines]").count() == 1
+                assert nojs.inner_text("[data-conn]") == "static"
+            finally:
+                bare.close()
+
             # The server goes away (a second SIGTERM makes runprover exit at once rather than drain):
             # the panel says stale, and since when.
             _stop_now(proc)
