@@ -55,3 +55,17 @@ def test_submitproof_rejects_bad_kind_and_reports_existing(site):
     again = site.manage("submitproof", "--kind", "window-post", "--job-id", "sp-1").stdout
     assert first.strip() == "sp-1\twindow-post\tqueued"
     assert again.strip() == "sp-1\twindow-post\texists (queued)"
+
+
+def test_address_in_use_is_reported_before_proving(site):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "manage.py", "runprover", "--backend", "cpu", "--bind",
+                                 f"127.0.0.1:{port}"], cwd=ROOT, env=site.env, capture_output=True, text=True,
+                                timeout=120)
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr

@@ -67,6 +67,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         serve = not opts["no_serve"]
         host, port = opts["bind"]
+        if serve:
+            self._check_bind(host, port)
         self._banner(engine, serve, host, port)
         try:
             engine.prepare(progress=cli.ParamsProgress(self.stdout._out))
@@ -121,6 +123,7 @@ class Command(BaseCommand):
         feeder = DemoFeeder() if demo else None
         server = self._server(host, port, publisher) if serve else None
         signals = {"count": 0}
+        server_failed = False
 
         def on_signal(signum: int, frame: Any) -> None:
             signals["count"] += 1
@@ -146,6 +149,10 @@ class Command(BaseCommand):
             if server is not None:
                 threading.Thread(target=self._stop_server_after, args=(engine,), daemon=True).start()
                 server.run()  # returns when the engine has stopped and the reactor is stopped
+                if not signals["count"] and not engine.wait(0):
+                    # The server gave up on its own (e.g. lost the port): do not prove unseen.
+                    server_failed = True
+                    engine.request_stop(drain_secs=0)
             while not engine.wait(0.5):
                 pass
         finally:
@@ -159,6 +166,19 @@ class Command(BaseCommand):
             done = sum(engine.stats.done_by_kind.values())
             failed = sum(engine.stats.failed_by_kind.values())
         self.stdout.write(f"stopped: {done} proved, {failed} failed")
+        if server_failed:
+            raise CommandError(f"the web server on {host}:{port} stopped unexpectedly; held jobs were returned")
+
+    @staticmethod
+    def _check_bind(host: str, port: int) -> None:
+        """Fail before proving anything when the panel's address cannot be bound."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((host, port))
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
     def _server(self, host: str, port: int, publisher):
         """Daphne for the panel and API, publishing onto its loop once it is listening."""
