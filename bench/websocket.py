@@ -58,6 +58,10 @@ def serve(port: int, rate: float) -> None:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
+    if os.environ.get("BENCH_LAYER"):
+        from django.conf import settings
+
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": os.environ["BENCH_LAYER"]}}
     django.setup()
     from daphne import server as daphne_server
     from daphne.endpoints import build_endpoint_description_strings
@@ -233,14 +237,18 @@ def main() -> None:
     ap.add_argument("--server", choices=["synthetic", "runprover"], default="synthetic",
                     help="synthetic: Daphne + publisher fed by a churning tracker (fan-out alone); "
                          "runprover: `runprover --demo --backend cpu` (fan-out while proving)")
+    ap.add_argument("--layer", default="", help="channel layer class for the synthetic server (A/B), e.g. "
+                    "channels.layers.InMemoryChannelLayer; default: the settings' layer")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         serve(args.port, args.rate)
         return
-    print(f"server={args.server} format={args.format} rate<={args.rate}/s window={args.seconds}s "
-          f"cores={os.cpu_count()}")
+    if args.layer:
+        os.environ["BENCH_LAYER"] = args.layer
+    print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} rate<={args.rate}/s "
+          f"window={args.seconds}s cores={os.cpu_count()}")
     print(f"{'clients':>7} {'frames':>8} {'expected':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
           f"{'server CPU':>10} {'children':>8} {'client CPU':>10} {'errors':>6}")
     for n in args.clients:

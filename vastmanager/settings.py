@@ -95,7 +95,8 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # InMemoryChannelLayer with its per-message expiry sweep rate-limited (quadratic fan-out otherwise).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "statuspanel.layers.FanoutInMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "vastmanager"}}
 
 AUTH_PASSWORD_VALIDATORS = [
