@@ -35,7 +35,7 @@ from gpu_engine.engine_pipeline import PipelineMixin
 from gpu_engine.engine_types import ActiveJob, EngineConfig, EngineStats, JobEvent, Work
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.history import HistoryWriter
-from gpu_engine.models import EngineHost, JobStatus, PartitionState, ProofJob
+from gpu_engine.models import EngineHost, PartitionState
 from gpu_engine.tracker import StatusTracker
 
 log = logging.getLogger(__name__)
@@ -111,11 +111,10 @@ class Engine(PipelineMixin):
         cfg = self.config
         self._register_host()
         requeued, failed = queue.requeue_expired()
-        mine = ProofJob.objects.filter(status=JobStatus.RUNNING, claimed_by=cfg.engine_id)
-        orphans = mine.update(status=JobStatus.QUEUED, claimed_by="", lease_expires_at=None)
-        if requeued or failed or orphans:
-            log.info("startup: %d expired lease(s) requeued, %d failed, %d orphan(s) of %s requeued",
-                     requeued, failed, orphans, cfg.engine_id)
+        orphans, orphans_failed = queue.requeue_orphans(cfg.engine_id)
+        if requeued or failed or orphans or orphans_failed:
+            log.info("startup: expired leases: %d requeued, %d failed; left by a previous %s: %d requeued, "
+                     "%d failed", requeued, failed, cfg.engine_id, orphans, orphans_failed)
         self._cpu = backends.create_backend("cpu")
         self.tracker.set_backend(cfg.backend)
         self.tracker.register_workers(self.workers)
@@ -220,7 +219,12 @@ class Engine(PipelineMixin):
         return waiting < 2 * len(self.workers)
 
     def _claim(self) -> bool:
-        row = queue.claim_next(self.config.engine_id, self.config.lease_secs)
+        try:
+            row = queue.claim_next(self.config.engine_id, self.config.lease_secs)
+        except Exception:  # noqa: BLE001 - a database hiccup delays claims, it must not stop the engine
+            log.exception("claim failed; retrying")
+            connection.close()
+            return False
         if row is None:
             return False
         kind = PROOF_KINDS[row.proof_kind]

@@ -184,6 +184,21 @@ def requeue_expired(now=None) -> tuple[int, int]:
     return requeued, failed
 
 
+def requeue_orphans(engine_id: str) -> tuple[int, int]:
+    """At startup: jobs still marked as claimed by this engine id belong to a previous life of it
+    (killed without returning them). Requeue them at once instead of waiting for their leases,
+    applying the same attempt limit as expired leases. Returns (requeued, failed)."""
+    now = timezone.now()
+    limit = max_attempts()
+    mine = ProofJob.objects.filter(status=JobStatus.RUNNING, claimed_by=engine_id)
+    failed = mine.filter(attempts__gte=limit).update(
+        status=JobStatus.FAILED, finished_at=now, lease_expires_at=None,
+        error=f"engine {engine_id!r} restarted while holding the job on attempt {limit} of {limit}; giving up",
+    )
+    requeued = mine.update(status=JobStatus.QUEUED, claimed_by="", lease_expires_at=None)
+    return requeued, failed
+
+
 def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any]) -> bool:
     """Store the verified bundle and mark the job done, only if `engine_id` still holds it."""
     return bool(

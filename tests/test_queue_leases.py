@@ -91,3 +91,19 @@ def test_cancelled_running_job_cannot_be_completed():
     queue.cancel_job("j8")
     assert not queue.complete_job(job.pk, "engine-a", {"late": True}, {})
     assert ProofJob.objects.get(pk=job.pk).status == "cancelled"
+
+
+@pytest.mark.django_db
+@override_settings(JOB_MAX_ATTEMPTS=2)
+def test_restarted_engine_requeues_its_orphans_within_the_attempt_limit():
+    queue.submit_job("porep-c2", "o1")
+    queue.submit_job("porep-c2", "o2")
+    queue.submit_job("porep-c2", "theirs")
+    queue.claim_next("engine-a")
+    queue.claim_next("engine-a")
+    queue.claim_next("engine-b")
+    ProofJob.objects.filter(job_id="o2").update(attempts=2)
+    assert queue.requeue_orphans("engine-a") == (1, 1)
+    statuses = dict(ProofJob.objects.values_list("job_id", "status"))
+    assert statuses == {"o1": "queued", "o2": "failed", "theirs": "running"}
+    assert "restarted while holding the job" in ProofJob.objects.get(job_id="o2").error
