@@ -5,7 +5,9 @@ Threads and what they own:
   reserves memory-budget bytes per partition and submits synthesis to a process pool;
 * GPU workers (threads, several per device) each create their backend inside themselves, run the
   device part and hand the CPU tail to the finalizer pool at once (split proving);
-* finalizers finish and verify each partition; the history writer stores runs, bundles and
+* finalizers finish and verify each partition; with the CPU backend the device part and the
+  finalize step run in the proving process pool (proving_pool.py), so the GIL-holding MSMs and
+  NTTs never stall the web server sharing this process (CUDA: only the finalize step goes there); the history writer stores runs, bundles and
   outcomes, so no proving thread waits on the database;
 * the heartbeat renews leases, notices cancelled or lost jobs and requeues expired leases.
 
@@ -36,7 +38,9 @@ from gpu_engine.engine_types import ActiveJob, EngineConfig, EngineStats, JobEve
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.history import HistoryWriter
 from gpu_engine.models import EngineHost, PartitionState
+from gpu_engine.proving_pool import ParamsRef, ProvingPool, default_size
 from gpu_engine.tracker import StatusTracker
+from gpu_engine.telemetry import TelemetryPoller
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,9 @@ class Engine(PipelineMixin):
         self._pool: ProcessPoolExecutor | None = None
         self._finalizer: ThreadPoolExecutor | None = None
         self._cpu = None
+        self._proving: ProvingPool | None = None
+        self._params_refs: dict[str, ParamsRef] = {}
+        self._telemetry = None
         self._device_errors = _device_error_types()
         self.workers = config.worker_ids()
 
@@ -120,7 +127,14 @@ class Engine(PipelineMixin):
         self.tracker.register_workers(self.workers)
         self._pool = self._new_pool()
         self._finalizer = ThreadPoolExecutor(cfg.finalizers, thread_name_prefix="finalizer")
+        self._params_refs = {kind: ParamsRef.of(kind, cfg.scale, cfg.params_dir) for kind in self.params}
+        if self.proving_processes:
+            self._proving = ProvingPool(self.proving_processes, self._params_refs.values())
+            self._proving.start()
         self.history.start()
+        # GPU telemetry for the snapshot's `gpus` (about once a second; a no-op without NVML).
+        self._telemetry = TelemetryPoller(self.tracker.set_gpus)
+        self._telemetry.start()
         spawn = [(self._feed_loop, "feeder"), (self._heartbeat_loop, "heartbeat")]
         spawn += [(lambda w=wid, g=ordinal: self._worker_loop(w, g), f"worker-{wid}") for wid, ordinal in self.workers]
         for target, name in spawn:
@@ -144,6 +158,14 @@ class Engine(PipelineMixin):
         return self.wait(timeout)
 
     @property
+    def proving_processes(self) -> int:
+        """Size of the proving process pool (0: proving runs in the engine's threads)."""
+        cfg = self.config
+        if cfg.proving_processes is not None:
+            return cfg.proving_processes
+        return default_size(cfg.backend, len(self.workers), cfg.finalizers)
+
+    @property
     def active_jobs(self) -> list[str]:
         with self._lock:
             return list(self._active)
@@ -151,7 +173,7 @@ class Engine(PipelineMixin):
     def _new_pool(self) -> ProcessPoolExecutor:
         # Not fork: the parent holds Django, threads and locks a forked child would inherit mid-use.
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["gpu_engine.groth16.api"])
+        ctx.set_forkserver_preload(["gpu_engine.groth16.api", "gpu_engine.backends.cpu", "gpu_engine.proving_pool"])
         return ProcessPoolExecutor(self.config.synth_workers, mp_context=ctx)
 
     def _register_host(self) -> None:
@@ -169,8 +191,12 @@ class Engine(PipelineMixin):
             if thread.name.startswith("worker-"):
                 thread.join()
         self._finalizer.shutdown(wait=True)
+        if self._proving is not None:
+            self._proving.shutdown()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._hb_stop.set()
+        if self._telemetry is not None:
+            self._telemetry.stop()
         self.history.submit(lambda: EngineHost.objects.filter(engine_id=self.config.engine_id).update(
             stopped_at=timezone.now(), last_heartbeat=timezone.now()))
         self.history.stop()

@@ -8,6 +8,7 @@ then `tracker.job_completed`) only when none of its partitions is still in fligh
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from gpu_engine import backends, queue
+from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.engine_types import (STOP_CANCELLED, STOP_FAILED, STOP_LOST, STOP_RETURNED, ActiveJob, JobEvent,
                                      Work)
 from gpu_engine.models import EngineHost, JobStatus, PartitionState, ProofJob
@@ -24,11 +26,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gpu_engine.engine")
 
+# How a job stopped short is shown live: only a real failure counts as failed.
+_TRACKER_OUTCOME = {STOP_CANCELLED: "cancelled", STOP_LOST: "requeued", STOP_RETURNED: "requeued"}
+
 
 class PipelineMixin:
     # ---- GPU workers -------------------------------------------------------------------
 
-    def _open_backend(self: Engine, worker_id: str, ordinal: int):
+    def _open_backend(self: Engine, worker_id: int, ordinal: int):
         """Create this worker's backend in this thread; on failure show `error` and keep trying."""
         delay = 0.5
         while True:
@@ -43,7 +48,7 @@ class PipelineMixin:
                     return None
                 delay = min(delay * 2, 10.0)
 
-    def _worker_loop(self: Engine, worker_id: str, ordinal: int) -> None:
+    def _worker_loop(self: Engine, worker_id: int, ordinal: int) -> None:
         backend = self._open_backend(worker_id, ordinal)
         try:
             while True:
@@ -63,7 +68,7 @@ class PipelineMixin:
             if backend is not None:
                 backend.close()
 
-    def _device_part(self: Engine, work: Work, worker_id: str, ordinal: int, backend) -> bool:
+    def _device_part(self: Engine, work: Work, worker_id: int, ordinal: int, backend) -> bool:
         """Run one partition's device part; False when the backend must be rebuilt."""
         job = work.job
         with self._lock:
@@ -74,7 +79,7 @@ class PipelineMixin:
         work.worker_id, work.gpu_ordinal = worker_id, ordinal
         start = time.monotonic()
         try:
-            out = self.g16.prove_device(self.params[job.kind], work.witness, backend)
+            out = self._run_device(work, backend)
         except self._device_errors as exc:
             self.stats.record_busy(worker_id, start, time.monotonic())
             with self._lock:
@@ -97,6 +102,29 @@ class PipelineMixin:
         self._finalizer.submit(self._finalize, work, out)
         return True
 
+    def _run_device(self: Engine, work: Work, backend) -> Any:
+        """The device part: in the proving pool when the backend is the stock CPU one (its MSMs and
+        NTTs hold the GIL), else here (CUDA: this thread owns the context and its waits release the
+        GIL; any other backend class, such as an injected one, cannot be rebuilt in a child).
+        A dead pool child raises BrokenProcessPool: a failed attempt, retried like any error."""
+        kind = work.job.kind
+        if self._proving is not None and type(backend) is CpuBackend:
+            out, pid = self._proving.prove_device(self._params_refs[kind], work.witness)
+        else:
+            out, pid = self.g16.prove_device(self.params[kind], work.witness, backend), os.getpid()
+        self.stats.record_proved_in("device", pid)
+        return out
+
+    def _run_finalize(self: Engine, work: Work, out: Any) -> Any:
+        """The CPU tail (G2 MSM and assembly): in the proving pool whenever there is one."""
+        kind = work.job.kind
+        if self._proving is not None and type(self._cpu) is CpuBackend:
+            proof, pid = self._proving.finalize(self._params_refs[kind], work.witness, out)
+        else:
+            proof, pid = self.g16.prove_finalize(self.params[kind], work.witness, out, self._cpu), os.getpid()
+        self.stats.record_proved_in("finalize", pid)
+        return proof
+
     # ---- finalizers ----------------------------------------------------------------------
 
     def _finalize(self: Engine, work: Work, out: Any) -> None:
@@ -106,7 +134,7 @@ class PipelineMixin:
         try:
             if self.config.finalize_delay_secs:
                 time.sleep(self.config.finalize_delay_secs)
-            proof = self.g16.prove_finalize(params, work.witness, out, self._cpu)
+            proof = self._run_finalize(work, out)
             if not self.g16.verify_partition(params.vk, proof.public_inputs, proof.proof):
                 from gpu_engine.engine import ProofError
 
@@ -209,8 +237,10 @@ class PipelineMixin:
         self._finished(job, False, message)
 
     def _finished(self: Engine, job: ActiveJob, success: bool, error: str) -> None:
+        reason = job.stop[0] if job.stop is not None else None
+        outcome = _TRACKER_OUTCOME.get(reason) if not success else None
         with self._lock:
-            self.tracker.job_completed(job.job_id, success)
+            self.tracker.job_completed(job.job_id, success, outcome=outcome)
             self._active.pop(job.job_id, None)
         event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error)
         if job.stop is None or job.stop[0] != STOP_RETURNED:

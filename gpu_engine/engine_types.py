@@ -40,6 +40,9 @@ class EngineConfig:
     drain_secs: float = 30.0
     partition_attempts: int = 3
     finalize_delay_secs: float = 0.0  # tests: make the CPU tail slower than the device part
+    # Processes running the CPU-heavy proving work off the web process's GIL (see proving_pool.py):
+    # None = one per worker and finalizer that submits there, at most one per core; 0 = in-thread.
+    proving_processes: int | None = None
     grace_secs: float = field(default_factory=lambda: float(settings.TRACKER_GRACE_SECS))
 
     def __post_init__(self) -> None:
@@ -53,14 +56,15 @@ class EngineConfig:
             (self.lease_secs > 0 and self.heartbeat_secs > 0, "lease and heartbeat must be positive"),
             (self.heartbeat_secs < self.lease_secs, "the heartbeat must be shorter than the lease"),
             (self.partition_attempts >= 1, "partition attempts must be >= 1"),
+            (self.proving_processes is None or self.proving_processes >= 0, "proving processes must be >= 0"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
 
-    def worker_ids(self) -> list[tuple[str, int]]:
-        prefix = "gpu" if self.backend == "cuda" else self.backend
-        return [(f"{prefix}{g}-w{i}", g) for g in self.gpus for i in range(self.workers_per_device)]
+    def worker_ids(self) -> list[tuple[int, int]]:
+        # Numeric ids, as cuzk's: the panel shows them as W0, W1, ...; the ordinal says the device.
+        return list(enumerate(g for g in self.gpus for _ in range(self.workers_per_device)))
 
 
 class ActiveJob:
@@ -141,8 +145,14 @@ class EngineStats:
         self.phase_ms: dict[str, list[float]] = defaultdict(list)
         self.busy: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self.finish_times: list[tuple[float, str]] = []
+        self.proved_in: dict[str, Counter[int]] = defaultdict(Counter)  # stage -> pid -> partitions
 
-    def record_busy(self, worker_id: str, start: float, end: float) -> None:
+    def record_proved_in(self, stage: str, pid: int) -> None:
+        """Which process ran a stage ("device", "finalize") of a partition: this one or a pool child."""
+        with self.lock:
+            self.proved_in[stage][pid] += 1
+
+    def record_busy(self, worker_id: int, start: float, end: float) -> None:
         with self.lock:
             self.busy[worker_id].append((start, end))
 

@@ -55,6 +55,7 @@ class StatusTracker:
         self._gpus: list[dict[str, Any]] = []
         self._total_completed = 0
         self._total_failed = 0
+        self._total_cancelled = 0
         self._completed_by_kind: dict[str, int] = {}
         self._failed_by_kind: dict[str, int] = {}
         self._queue_depth = 0
@@ -191,8 +192,17 @@ class StatusTracker:
             self._jobs[job_id] = JobRecord(job_id, proof_kind, total_partitions, now)
             self._changed()
 
-    def job_completed(self, job_id: str, success: bool) -> None:
-        """Finish a job once: counted by kind, kept visible for the grace period."""
+    def job_completed(self, job_id: str, success: bool, *, outcome: str | None = None) -> None:
+        """Finish a job once: counted by kind, kept visible for the grace period.
+
+        `outcome` tells an unsuccessful end that is not a failure apart, so the failure counters
+        stay honest: "cancelled" (counted in total_cancelled) or "requeued" (handed back to the
+        queue by a stopping engine or a lost lease; counted nowhere, another run will finish it).
+        """
+        if outcome not in (None, "cancelled", "requeued"):
+            raise TrackerError(f"unknown outcome {outcome!r}; use 'cancelled' or 'requeued'")
+        if outcome is not None and success:
+            raise TrackerError(f"a {outcome} job cannot be successful")
         now = self._clock()
         with self._lock:
             job = self._job(job_id)
@@ -204,7 +214,12 @@ class StatusTracker:
             job.finished_at = now
             job.success = bool(success)
             kind = job.proof_kind
-            if success:
+            job.outcome = outcome or ("done" if success else "failed")
+            if outcome == "cancelled":
+                self._total_cancelled += 1
+            elif outcome == "requeued":
+                pass
+            elif success:
                 self._total_completed += 1
                 self._completed_by_kind[kind] = self._completed_by_kind.get(kind, 0) + 1
             else:
@@ -399,7 +414,7 @@ class StatusTracker:
             now = self._clock()
             self._purge(now)
             jobs = [
-                (j.job_id, j.proof_kind, j.label, j.registered, j.running, j.finished_at, j.success,
+                (j.job_id, j.proof_kind, j.label, j.registered, j.running, j.finished_at, j.outcome,
                  j.done, len(j.partitions),
                  [(q.state, q.synth_start, q.synth_end, q.gpu_start, q.gpu_end, q.fin_start, q.fin_end,
                    q.worker_id, q.error) for q in j.partitions])
@@ -416,6 +431,7 @@ class StatusTracker:
                 "gpus": self._gpus,
                 "total_completed": self._total_completed,
                 "total_failed": self._total_failed,
+                "total_cancelled": self._total_cancelled,
                 "completed_by_kind": dict(self._completed_by_kind),
                 "failed_by_kind": dict(self._failed_by_kind),
                 "queue_depth": self._queue_depth,

@@ -67,7 +67,7 @@ class PartitionRecord:
 
 class JobRecord:
     __slots__ = ("job_id", "proof_kind", "label", "partitions", "registered", "running",
-                 "finished_at", "success", "done", "active")
+                 "finished_at", "success", "outcome", "done", "active")
 
     def __init__(self, job_id: str, proof_kind: str, total: int, now: float) -> None:
         self.job_id = job_id
@@ -78,5 +78,6 @@ class JobRecord:
         self.running = False          # some partition has left `pending`
         self.finished_at: float | None = None
         self.success: bool | None = None
+        self.outcome: str | None = None  # done / failed / cancelled / requeued, once finished
         self.done = 0                 # partitions in `done`
         self.active = 0               # partitions in ACTIVE_PHASES

@@ -59,10 +59,10 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
                     workers: list[tuple]) -> dict[str, Any]:
     """Build the snapshot dict from the copies taken under the tracker's lock."""
     pipelines = []
-    for job_id, kind, label, registered, running, finished_at, success, done, total, rows in jobs:
+    for job_id, kind, label, registered, running, finished_at, outcome, done, total, rows in jobs:
         parts, failed = _partitions(rows, now)
         if finished_at is not None:
-            status = "done" if success else "failed"
+            status = outcome
         else:
             status = "running" if running else "queued"
         pipelines.append({
@@ -106,6 +106,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
         "counters": {
             "total_completed": state["total_completed"],
             "total_failed": state["total_failed"],
+            "total_cancelled": state["total_cancelled"],
             "completed_by_kind": state["completed_by_kind"],
             "failed_by_kind": state["failed_by_kind"],
             "queue_depth": state["queue_depth"],

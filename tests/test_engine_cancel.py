@@ -27,6 +27,7 @@ def test_cancel_mid_proof_releases_everything(tmp_path_factory):
     assert 2 <= done < 16, "cancellation came after the whole job was proved"
     assert engine.budget.used_bytes == 0
     pipe = next(p for p in snap["pipelines"] if p["job_id"] == "cancel-me")
-    assert pipe["status"] == "failed"
+    assert pipe["status"] == "cancelled"
+    assert snap["counters"]["total_cancelled"] == 1 and snap["counters"]["total_failed"] == 0
     assert all(p["state"] in ("done", "failed") for p in pipe["partitions"])
     assert all(w["state"] == "idle" for w in snap["gpu_workers"])

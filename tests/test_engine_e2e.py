@@ -28,7 +28,7 @@ def test_every_kind_is_proved_verified_and_recorded(tmp_path_factory):
         assert all(ok for _, ok in results)
         runs = list(PartitionRun.objects.filter(job=job).order_by("index"))
         assert [r.index for r in runs] == list(range(PROOF_KINDS[kind].partitions))
-        assert all(r.state == "done" and r.engine_id == "test-engine" and r.worker_id.startswith("cpu0-w")
+        assert all(r.state == "done" and r.engine_id == "test-engine" and r.worker_id.isdigit()
                    and r.gpu_ordinal == 0 and r.synth_ms > 0 and r.gpu_ms > 0 and r.finalize_ms > 0 for r in runs)
         assert job.timings["partitions"] == PROOF_KINDS[kind].partitions
         for key in ("mean_synthesis_ms", "mean_ntt_ms", "mean_msm_g1_ms", "mean_msm_g2_ms", "mean_gpu_ms"):
