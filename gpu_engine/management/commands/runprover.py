@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 import threading
+from argparse import ArgumentTypeError
 from typing import Any
 
 from django.conf import settings
@@ -40,6 +41,9 @@ class Command(BaseCommand):
                             metavar="N", help="synthesis processes (default: half the cores)")
         parser.add_argument("--finalizers", type=cli.positive_int, default=1, metavar="N",
                             help="threads finishing partitions on the CPU (default 1)")
+        parser.add_argument("--proving-processes", type=_non_negative_int, default=None, metavar="N",
+                            help="processes for the CPU-heavy proving work, off the web server's GIL "
+                                 "(default: CPU workers + finalizers, at most the cores; 0 = in the engine's threads)")
         parser.add_argument("--memory-budget", type=cli.memory_size, default=cli.memory_size("4GiB"), metavar="SIZE",
                             help="bytes partitions in flight may hold, e.g. 8GiB (default 4GiB)")
         parser.add_argument("--engine-id", default=socket.gethostname(), metavar="ID",
@@ -61,6 +65,7 @@ class Command(BaseCommand):
                 engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
                 synth_workers=opts["synth_workers"], finalizers=opts["finalizers"],
                 memory_budget=opts["memory_budget"], drain_secs=opts["drain_secs"],
+                proving_processes=opts["proving_processes"],
             )
             engine = Engine(config)
         except ValueError as exc:
@@ -104,8 +109,10 @@ class Command(BaseCommand):
             lines += [f"  token      {token}   (kept in {settings.DATA_DIR / 'api_token'})"]
         lines += [
             f"  backend    {cfg.backend}: {len(engine.workers)} worker(s) "
-            f"({', '.join(w for w, _ in engine.workers)}) on device(s) {','.join(map(str, cfg.gpus))}",
+            f"({', '.join(f'W{w}' for w, _ in engine.workers)}) on device(s) {','.join(map(str, cfg.gpus))}",
             f"  synthesis  {cfg.synth_workers} process(es), {cfg.finalizers} finalizer thread(s)",
+            f"  proving    " + (f"{engine.proving_processes} process(es)" if engine.proving_processes
+                                else "in the engine's threads (--proving-processes 0)"),
             f"  budget     {cli.human_bytes(cfg.memory_budget)}",
             f"  params     {cfg.params_dir} (circuit scale {cfg.scale})",
             f"  database   {db['ENGINE'].rsplit('.', 1)[-1]} {db.get('NAME')}",
@@ -208,3 +215,13 @@ class Command(BaseCommand):
 
         engine.wait()
         reactor.callFromThread(reactor.stop)
+
+
+def _non_negative_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ArgumentTypeError(f"expected a non-negative integer, got {value!r}") from None
+    if number < 0:
+        raise ArgumentTypeError(f"expected a non-negative integer, got {number}")
+    return number
