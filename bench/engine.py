@@ -45,6 +45,8 @@ def main() -> None:
     ap.add_argument("--synth-workers", type=int, default=1)
     ap.add_argument("--finalizers", type=int, default=1)
     ap.add_argument("--scale", type=int, default=1)
+    ap.add_argument("--proving-processes", type=int, default=None,
+                    help="proving pool size (default: the engine's; 0 = prove in the engine's threads)")
     ap.add_argument("--params-dir", default=None, help="reuse a parameter cache (default: a fresh temporary one)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "engine.md"))
     args = ap.parse_args()
@@ -68,12 +70,14 @@ def main() -> None:
     config = EngineConfig(engine_id="bench", backend=args.backend, gpus=[0], workers_per_device=args.workers,
                           synth_workers=args.synth_workers, finalizers=args.finalizers, scale=args.scale,
                           params_dir=Path(args.params_dir) if args.params_dir else tmp / "params",
-                          lease_secs=60, heartbeat_secs=1.0, poll_secs=0.02)
+                          lease_secs=60, heartbeat_secs=1.0, poll_secs=0.02,
+                          proving_processes=args.proving_processes)
     engine = Engine(config)
     t = time.monotonic()
     engine.prepare()
     print(f"params ready in {time.monotonic() - t:.1f}s; mix {mix}; {len(engine.workers)} worker(s), "
-          f"{args.synth_workers} synthesis process(es), {args.finalizers} finalizer(s), backend {args.backend}")
+          f"{args.synth_workers} synthesis process(es), {args.finalizers} finalizer(s), backend {args.backend}, "
+          f"{engine.proving_processes} proving process(es)")
 
     order = [k for k, n in mix.items() for _ in range(n)]
     for i, kind in enumerate(order):
@@ -114,7 +118,8 @@ def main() -> None:
 
     lines = [f"# Engine benchmark ({args.backend} backend, scale {args.scale})", "",
              f"{total} jobs ({', '.join(f'{k}={n}' for k, n in mix.items())}), {len(engine.workers)} worker(s), "
-             f"{args.synth_workers} synthesis process(es), {args.finalizers} finalizer(s), {os.cpu_count()} CPU cores; "
+             f"{args.synth_workers} synthesis process(es), {args.finalizers} finalizer(s), "
+             f"{engine.proving_processes} proving process(es), {os.cpu_count()} CPU cores; "
              f"wall {elapsed:.1f}s; failed: {len(failed)}", "",
              "| kind | jobs | partitions | proofs/min | mean job wall s |", "|---|---|---|---|---|"]
     for kind in mix:

@@ -1,0 +1,130 @@
+"""Web latency while proving, with the proving process pool on and off, side by side in one run.
+
+    .venv/bin/python bench/web_latency.py [--clients 100] [--seconds 15] [--repeat 2] [--on N]
+
+Each round starts `runprover --demo --backend cpu` twice, once with `--proving-processes 0` (the
+MSMs and NTTs run in the engine's threads, in the web process) and once with the pool (`--on`, the
+default size when omitted), connects N WebSocket clients and, at the same time, probes
+`GET /healthz` every 100 ms. It prints, per mode, the WebSocket delivery latency (receive time
+minus the snapshot's `published_at`), the share of the frames the publisher would send at its cap
+that arrived, the HTTP round-trip times, and the server's CPU (its own and its children's).
+The two modes alternate within each round so drifts of the machine hit both alike.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_websocket", ROOT / "bench" / "websocket.py")
+wsb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wsb)
+
+
+def _probe_http(port: int, stop: threading.Event, out: list[float], errors: list[str]) -> None:
+    url = f"http://127.0.0.1:{port}/healthz"
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                r.read()
+            out.append(time.perf_counter() - t0)
+        except OSError as exc:
+            errors.append(type(exc).__name__)
+        stop.wait(0.1)
+
+
+def _quantiles_ms(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    q = statistics.quantiles(sorted(values), n=100)
+    return 1000 * q[49], 1000 * q[94]
+
+
+def run_mode(processes: int | None, clients: int, seconds: float, rate: float) -> dict:
+    port = wsb._free_port()
+    with tempfile.TemporaryDirectory(prefix="vm-weblat-") as data:
+        env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=wsb.TOKEN, LOG_LEVEL="WARNING",
+                   PYTHONPATH=str(ROOT), VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"))
+        for var in ("REDIS_URL", "DATABASE_URL"):
+            env.pop(var, None)
+        manage = [sys.executable, str(ROOT / "manage.py")]
+        subprocess.run(manage + ["migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        cmd = manage + ["runprover", "--demo", "--backend", "cpu", "--bind", f"127.0.0.1:{port}"]
+        if processes is not None:
+            cmd += ["--proving-processes", str(processes)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+        http: list[float] = []
+        http_errors: list[str] = []
+        stop = threading.Event()
+        try:
+            wsb._wait_healthz(port, proc)
+            prober = threading.Thread(target=_probe_http, args=(port, stop, http, http_errors), daemon=True)
+            prober.start()
+            result = asyncio.run(wsb.run_clients(port, clients, seconds, "html", proc.pid, rate))
+            stop.set()
+            prober.join()
+        finally:
+            stop.set()
+            for _ in range(2):  # runprover drains on the first SIGTERM and exits at once on the second
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    time.sleep(0.3)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+    result["http_p50_ms"], result["http_p95_ms"] = _quantiles_ms(http)
+    result["http_max_ms"] = 1000 * max(http) if http else float("nan")
+    result["http_errors"] = len(http_errors)
+    result["delivered"] = result["frames"] / max(result["expected"], 1)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, default=100)
+    ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of (off, on)")
+    ap.add_argument("--rate", type=float, default=10.0, help="the publisher's cap (snapshots per second)")
+    ap.add_argument("--on", type=int, default=None, metavar="N",
+                    help="proving processes in the 'pool' mode (default: runprover's default size)")
+    args = ap.parse_args()
+    modes = [("in-thread", 0), ("pool", args.on)]
+    print(f"runprover --demo --backend cpu; {args.clients} clients; window {args.seconds}s; "
+          f"rate<={args.rate}/s; cores={os.cpu_count()}")
+    head = (f"{'mode':>9} {'ws p50':>7} {'ws p95':>7} {'ws p99':>7} {'ws max':>7} {'delivered':>9} "
+            f"{'http p50':>8} {'http p95':>8} {'http max':>8} {'srv CPU':>7} {'children':>8} {'errors':>6}")
+    print(head)
+    rows: dict[str, list[dict]] = {name: [] for name, _ in modes}
+    for _ in range(args.repeat):
+        for name, processes in modes:
+            r = run_mode(processes, args.clients, args.seconds, args.rate)
+            rows[name].append(r)
+            print(f"{name:>9} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['p99_ms']:>7.1f} {r['max_ms']:>7.1f} "
+                  f"{100 * r['delivered']:>8.1f}% {r['http_p50_ms']:>8.1f} {r['http_p95_ms']:>8.1f} "
+                  f"{r['http_max_ms']:>8.1f} {r['server_cpu_pct']:>6.0f}% {r['server_cpu_children_pct']:>7.0f}% "
+                  f"{r['errors'] + r['http_errors']:>6}", flush=True)
+    if args.repeat > 1:
+        print("means over the rounds:")
+        for name, rs in rows.items():
+            m = {k: statistics.mean(r[k] for r in rs) for k in ("p50_ms", "p95_ms", "delivered", "http_p50_ms",
+                                                                  "http_p95_ms")}
+            print(f"{name:>9} ws p50 {m['p50_ms']:.1f} ms, p95 {m['p95_ms']:.1f} ms, delivered "
+                  f"{100 * m['delivered']:.1f}%; http p50 {m['http_p50_ms']:.1f} ms, p95 {m['http_p95_ms']:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
