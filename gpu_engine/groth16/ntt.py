@@ -1,29 +1,31 @@
-"""The CPU NTT family over Fr, fast enough for the proving sizes used on a CPU.
+"""The CPU NTT family over Fr: the public entry points on top of the packed-row engine.
 
-Measured on the 2-core dev machine (Fr NTT of 2^12): plain-int triple loop ~15 ms,
-numpy object arrays ~14 ms, gmpy2 mpz with one list comprehension per butterfly
-column ~11 ms, plus lazy reduction ~9 ms. So values are gmpy2 `mpz` while inside (plain ints when gmpy2 is
-absent), and every stage works on whole slices: per twiddle with a stride while
-blocks are many and short, per block while they are few and long. Twiddle tables
-are cached per size. Results go back to canonical Python ints.
+The transform itself lives in `ntt_packed` (whole rows of elements per gmpy2 operation).
+Measured on the 2-core dev machine, Fr NTT of 2^16: one mpz per element with slice
+passes ~300-350 ms; a numpy limb Montgomery product alone ~13 ms per stage (~200 ms for
+the 16 stages before any addition, see `bench/ntt_numpy_probe.py`); packed rows
+~110-150 ms. At 2^5 and below the packed path costs a few microseconds more than the
+per-element one, too little to keep a second implementation.
+
+Per-element factors (the coset powers, 1/n) are applied while packing or unpacking,
+where each element is touched anyway.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
 
+from gpu_engine.groth16 import ntt_packed as _packed
 from gpu_engine.groth16.field import (
     COSET_GENERATOR,
     R,
-    bit_reverse_permutation,
     check_domain_size,
     fr_inv,
     powers,
-    root_of_unity,
     vanishing_on_coset_inverse,
 )
 
-try:  # gmpy2 roughly halves the cost of 255-bit products and reductions
+try:  # gmpy2 makes the row products linear-time GMP calls; plain ints give the same results
     from gmpy2 import mpz as _num
     HAVE_GMPY2 = True
 except ImportError:  # pragma: no cover - exercised only without gmpy2
@@ -33,108 +35,62 @@ except ImportError:  # pragma: no cover - exercised only without gmpy2
 _P = _num(R)
 
 
-@lru_cache(maxsize=64)
-def _stage_twiddles(n: int, inverse: bool) -> tuple[tuple, ...]:
-    """Per stage (m = 2, 4, ..., n): the m/2 twiddles w_m**k."""
-    omega = root_of_unity(n)
-    if inverse:
-        omega = fr_inv(omega)
-    stages = []
-    m = 2
-    while m <= n:
-        stages.append(tuple(_num(t) for t in powers(pow(omega, n // m, R), m // 2)))
-        m *= 2
-    return tuple(stages)
-
-
-@lru_cache(maxsize=64)
-def _bitrev(n: int) -> tuple[int, ...]:
-    return tuple(bit_reverse_permutation(n))
-
-
-@lru_cache(maxsize=64)
-def _coset_powers(n: int, inverse: bool) -> tuple:
-    """g**j (or g**-j / n for the inverse, folding the 1/n scaling in)."""
-    if inverse:
-        return tuple(_num(x) for x in powers(fr_inv(COSET_GENERATOR), n, start=fr_inv(n)))
+@lru_cache(maxsize=32)
+def _coset_powers(n: int) -> tuple:
+    """g**j: the forward coset shift."""
     return tuple(_num(x) for x in powers(COSET_GENERATOR, n))
 
 
-@lru_cache(maxsize=64)
-def _n_inv(n: int):
-    return _num(fr_inv(n))
+@lru_cache(maxsize=32)
+def _inverse_scales(n: int, coset: bool) -> tuple:
+    """1/n, times g**-j for the coset: everything an inverse transform applies per element."""
+    if coset:
+        return tuple(_num(x) for x in powers(fr_inv(COSET_GENERATOR), n, start=fr_inv(n)))
+    return (_num(fr_inv(n)),) * n
 
 
-def _transform(a: list, n: int, inverse: bool) -> list:
-    """Radix-2 DIT on a list of mpz; returns the transformed list, reduced.
+@lru_cache(maxsize=32)
+def _between_scales(n: int) -> tuple:
+    """g**j / n: the iNTT's 1/n and the next coset NTT's shift folded into one product."""
+    return tuple(_num(x) for x in powers(COSET_GENERATOR, n, start=fr_inv(n)))
 
-    Reduction is lazy: only the twiddle product is reduced (so v < p), sums and
-    differences (u - v + p >= 0) grow by at most p per stage, i.e. a few bits over
-    log2(n) stages, and one pass reduces at the end. Two of three `%` per butterfly go."""
+
+def _reduced(values: Sequence[int], scale: tuple | None):
+    if scale is None:
+        return (v % R for v in values)
     p = _P
-    rev = _bitrev(n)
-    a = [a[i] for i in rev]
-    m = 2
-    for tw in _stage_twiddles(n, inverse):
-        h = m // 2
-        if h < n // m:
-            for k in range(h):
-                t = tw[k]
-                us = a[k::m]
-                vs = [x * t % p for x in a[k + h::m]]
-                a[k::m] = [u + v for u, v in zip(us, vs)]
-                a[k + h::m] = [u - v + p for u, v in zip(us, vs)]
-        else:
-            for s in range(0, n, m):
-                us = a[s:s + h]
-                vs = [x * t % p for x, t in zip(a[s + h:s + m], tw)]
-                a[s:s + h] = [u + v for u, v in zip(us, vs)]
-                a[s + h:s + m] = [u - v + p for u, v in zip(us, vs)]
-        m *= 2
-    return [x % p for x in a]
-
-
-def _ntt_num(a: list, *, inverse: bool, coset: bool) -> list:
-    """NTT on internal numbers (mpz); no conversion at either end."""
-    n = len(a)
-    p = _P
-    if coset and not inverse:
-        a = [x * s % p for x, s in zip(a, _coset_powers(n, False))]
-    a = _transform(a, n, inverse)
-    if inverse:
-        if coset:
-            a = [x * s % p for x, s in zip(a, _coset_powers(n, True))]
-        else:
-            ninv = _n_inv(n)
-            a = [x * ninv % p for x in a]
-    return a
-
-
-def _to_num(values: Sequence[int]) -> list:
-    p = _P
-    return [_num(v) % p for v in values]
+    return (v * s % p for v, s in zip(values, scale))
 
 
 def ntt(values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
     """Same result as `field.reference_ntt`, much faster."""
     n = len(values)
     check_domain_size(n)
-    return [int(x) for x in _ntt_num(_to_num(values), inverse=inverse, coset=coset)]
+    pl = _packed.plan(n, inverse)
+    pre = _coset_powers(n) if coset and not inverse else None
+    rows = _packed.forward_rows(_reduced(values, pre), n, pl)
+    if not inverse:
+        return _packed.finish(rows, pl, None)
+    return [int(x) for x in _packed.finish(rows, pl, _inverse_scales(n, coset))]
 
 
 def compute_h(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
     """H = (A*B - C)/Z by the 7 NTTs (iNTT a, b, c; coset NTT each; divide; coset iNTT).
 
-    Returns n coefficients; the top one is zero when the R1CS is satisfied."""
+    Returns n coefficients; the top one is zero when the R1CS is satisfied. Values stay
+    mpz between the transforms and are converted to ints once, at the end."""
     n = len(a)
     check_domain_size(n)
     if not (len(b) == len(c) == n):
         raise ValueError(f"a, b, c must have the same length, got {len(a)}, {len(b)}, {len(c)}")
-    ea, eb, ec = (
-        _ntt_num(_ntt_num(_to_num(v), inverse=True, coset=False), inverse=False, coset=True)
-        for v in (a, b, c)
-    )
-    p = _P
+    inv, fwd = _packed.plan(n, True), _packed.plan(n, False)
+    between = _between_scales(n)
+    evals = []
+    for v in (a, b, c):
+        coeffs = _packed.finish(_packed.forward_rows(_reduced(v, None), n, inv), inv, between)
+        evals.append(_packed.finish(_packed.forward_rows(coeffs, n, fwd), fwd, None))
     z_inv = _num(vanishing_on_coset_inverse(n))
-    eh = [(x * y - z) * z_inv % p for x, y, z in zip(ea, eb, ec)]
-    return [int(x) for x in _ntt_num(eh, inverse=True, coset=True)]
+    p = _P
+    eh = ((x * y - z) * z_inv % p for x, y, z in zip(*evals))
+    rows = _packed.forward_rows(eh, n, inv)
+    return [int(x) for x in _packed.finish(rows, inv, _inverse_scales(n, True))]
