@@ -51,7 +51,7 @@ def test_slots_are_wide_enough_for_the_simulated_bounds(log_n):
 def test_plan_splits_into_rows_and_columns():
     pl = ntt_packed.plan(1 << 7, False)
     assert (pl.n1, pl.n2) == (16, 8)
-    assert len(pl.bit_masks) == 3 and len(pl.twist) == 16
+    assert len(pl.bit_masks) == 2 and pl.chunk == 4 and len(pl.twist) == 16
 
 
 @pytest.mark.parametrize("n", [8, 128, 1024])

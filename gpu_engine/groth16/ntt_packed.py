@@ -8,9 +8,11 @@ twiddle, Montgomery reduce per slot with two masks and two scalar products, shif
 subtract) whatever the row length. Slots never carry into each other: the bounds of
 every value are simulated once per plan (`_plan`) and the slot is made wide enough.
 
-Steps: pack -> NTT of size n1 over rows j1 -> twist row k1 by w**(k1*j2) (one masked
-Montgomery product per bit of j2) -> transpose by a byte view (numpy) -> NTT of size n2
-over rows j2 -> unpack. Rows k2 then hold outputs k1 + n1*k2 in natural order.
+Steps: pack -> NTT of size n1 over rows j1 -> twist row k1 by w**(k1*j2) -> transpose
+by a byte view (numpy) -> NTT of size n2 over rows j2 -> unpack. Rows k2 then hold
+outputs k1 + n1*k2 in natural order. The twist is per slot, so it costs most: the low bits
+of j2 take one masked product of the whole row each, the high bits one product per chunk
+of the row (a chunk shares them), cut out of the bytes the transpose needs anyway.
 
 Values are kept lazily reduced: sums grow, u - v gets a multiple of p added so it stays
 non-negative, and only unpacking reduces to canonical. Measured on the 2-core dev
@@ -87,8 +89,11 @@ class Plan:
     slot_bytes: int
     first: _Pass  # size n1 over rows of n2 slots
     second: _Pass  # size n2 over rows of n1 slots
-    twist: tuple[tuple, ...]  # per k1: the Montgomery twiddles w**(k1 * 2**b), b < log2(n2)
-    bit_masks: tuple  # per bit b of j2: all bits of the slots whose j2 has bit b
+    twist: tuple[tuple, ...]  # per k1: the Montgomery twiddles w**(k1 * 2**b), b < low bits
+    bit_masks: tuple  # per low bit b of j2: all bits of the slots whose j2 has bit b
+    chunk: int  # slots per chunk (the low bits of j2)
+    chunk_twist: tuple[tuple, ...]  # per k1: w**(k1 * c * chunk) per chunk c, Montgomery form
+    lo_chunk: object  # low-256-bit mask over one chunk
     lo1: object  # low-256-bit mask over n2 slots
     lo2: object  # low-256-bit mask over n1 slots
     out_bound: int
@@ -108,8 +113,8 @@ def _simulate(n1: int, n2: int) -> tuple[list[int], list[int], int, int]:
     widest = 0
     offs1, offs2 = [], []
     for size, offs in ((n1, offs1), (n2, None), (n2, offs2)):
-        if offs is None:  # the twist: multiplied slots shrink, the others keep their bound
-            if n2 > 1:
+        if offs is None:  # the twist: a slot is reduced once per low bit and once per chunk
+            for _ in range(n2.bit_length()):
                 widest = max(widest, b * (R - 1) + (_MONT - 1) * R)
                 b = max(b, _redc_bound(b))
             continue
@@ -148,13 +153,18 @@ def plan(n: int, inverse: bool) -> Plan:
         return _Pass(size, tuple(stages))
 
     lo_mask = _MONT - 1
-    bits2 = n2.bit_length() - 1
+    low_bits = (n2.bit_length() - 1 + 1) // 2  # about half: measured best at 2^12..2^16
+    chunk = 1 << low_bits
     twist = tuple(
-        tuple(_num(to_mont(pow(omega, k1 << b, R))) for b in range(bits2)) for k1 in range(n1)
+        tuple(_num(to_mont(pow(omega, k1 << b, R))) for b in range(low_bits)) for k1 in range(n1)
     )
     full = (1 << slot_bits) - 1
     bit_masks = tuple(
-        _num(sum(full << (j * slot_bits) for j in range(n2) if j >> b & 1)) for b in range(bits2)
+        _num(sum(full << (j * slot_bits) for j in range(chunk) if j >> b & 1)) for b in range(low_bits)
+    )
+    bit_masks = tuple(_packed_constant(int(m), n2 // chunk, chunk * slot_bits) for m in bit_masks)
+    chunk_twist = tuple(
+        tuple(_num(to_mont(pow(omega, k1 * c * chunk, R))) for c in range(n2 // chunk)) for k1 in range(n1)
     )
     return Plan(
         n=n,
@@ -165,6 +175,9 @@ def plan(n: int, inverse: bool) -> Plan:
         second=make_pass(n2, n1, offs2),
         twist=twist,
         bit_masks=bit_masks,
+        chunk=chunk,
+        chunk_twist=chunk_twist,
+        lo_chunk=_packed_constant(lo_mask, chunk, slot_bits),
         lo1=_packed_constant(lo_mask, n2, slot_bits),
         lo2=_packed_constant(lo_mask, n1, slot_bits),
         out_bound=out_bound,
@@ -194,26 +207,29 @@ def _run_pass(rows: list, npass: _Pass, lo) -> list:
     return a
 
 
-def _twist(rows: list, pl: Plan) -> list:
-    """Row k1, slot j2 times w**(k1*j2): for each set bit b of j2, one masked product."""
-    lo, p, pinv = pl.lo1, _P, _PINV
-    out = [rows[0]]
-    for k1 in range(1, pl.n1):
-        x = rows[k1]
-        for mask, t in zip(pl.bit_masks, pl.twist[k1]):
-            sel = x & mask
-            y = sel * t
-            x = x - sel + ((y + (((y & lo) * pinv) & lo) * p) >> MONT_BITS)
-        out.append(x)
-    return out
-
-
-def _transpose(rows: list, n_rows: int, slots: int, slot_bytes: int) -> list:
-    """Rows r of `slots` slots -> rows s of `n_rows` slots (slot (r, s) -> (s, r))."""
-    width = slots * slot_bytes
-    buf = b"".join([r.to_bytes(width, "little") for r in rows])
-    t = np.frombuffer(buf, np.uint8).reshape(n_rows, slots, slot_bytes).transpose(1, 0, 2).tobytes()
-    width = n_rows * slot_bytes
+def _twist_transpose(rows: list, pl: Plan) -> list:
+    """Row k1, slot j2 times w**(k1*j2), then rows k1 of n2 slots -> rows j2 of n1 slots."""
+    lo, lo_c, p, pinv = pl.lo1, pl.lo_chunk, _P, _PINV
+    sb = pl.slot_bytes
+    cw = pl.chunk * sb
+    parts = []
+    for k1, x in enumerate(rows):
+        if k1:
+            for mask, t in zip(pl.bit_masks, pl.twist[k1]):
+                sel = x & mask
+                y = sel * t
+                x = x - sel + ((y + (((y & lo) * pinv) & lo) * p) >> MONT_BITS)
+        buf = x.to_bytes(pl.n2 * sb, "little")
+        if not k1 or pl.chunk == pl.n2:
+            parts.append(buf)
+            continue
+        parts.append(buf[:cw])
+        for c, t in enumerate(pl.chunk_twist[k1][1:], 1):
+            y = _num(int.from_bytes(buf[c * cw:(c + 1) * cw], "little")) * t
+            y = (y + (((y & lo_c) * pinv) & lo_c) * p) >> MONT_BITS
+            parts.append(y.to_bytes(cw, "little"))
+    t = np.frombuffer(b"".join(parts), np.uint8).reshape(pl.n1, pl.n2, sb).transpose(1, 0, 2).tobytes()
+    width = pl.n1 * sb
     return [_num(int.from_bytes(t[i:i + width], "little")) for i in range(0, len(t), width)]
 
 
@@ -233,10 +249,7 @@ def unpack(rows: list, slots: int, slot_bytes: int) -> list[int]:
 def transform_rows(rows: list, pl: Plan) -> list:
     """The unscaled NTT: rows of n2 inputs (index j1*n2 + j2) -> rows of n1 outputs."""
     a = _run_pass(rows, pl.first, pl.lo1)
-    if pl.n2 > 1:
-        a = _twist(a, pl)
-    a = _transpose(a, pl.n1, pl.n2, pl.slot_bytes)
-    return _run_pass(a, pl.second, pl.lo2)
+    return _run_pass(_twist_transpose(a, pl), pl.second, pl.lo2)
 
 
 def forward_rows(elems: Iterable, n: int, pl: Plan) -> list:
