@@ -38,7 +38,7 @@ from gpu_engine.engine_types import ActiveJob, EngineConfig, EngineStats, JobEve
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.history import HistoryWriter
 from gpu_engine.models import EngineHost, PartitionState
-from gpu_engine.proving_pool import ParamsRef, ProvingPool, default_size
+from gpu_engine.proving_pool import ParamsRef, ProvingPool, child_init, default_size
 from gpu_engine.tracker import StatusTracker
 from gpu_engine.telemetry import TelemetryPoller
 
@@ -174,7 +174,10 @@ class Engine(PipelineMixin):
         # Not fork: the parent holds Django, threads and locks a forked child would inherit mid-use.
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["gpu_engine.groth16.api", "gpu_engine.backends.cpu", "gpu_engine.proving_pool"])
-        return ProcessPoolExecutor(self.config.synth_workers, mp_context=ctx)
+        # child_init: a Ctrl-C to the process group must not kill synthesis mid-drain, and the
+        # children must not outlive this process.
+        return ProcessPoolExecutor(self.config.synth_workers, mp_context=ctx, initializer=child_init,
+                                   initargs=(os.getpid(),))
 
     def _register_host(self) -> None:
         now = timezone.now()

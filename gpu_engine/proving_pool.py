@@ -16,7 +16,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import select
+import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokenProcessPool", "ParamsRef", "ProvingPool", "default_size"]
+__all__ = ["BrokenProcessPool", "ParamsRef", "ProvingPool", "child_init", "default_size"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,19 @@ def _backend():
     return _child_backend
 
 
-def _warm(refs: tuple[ParamsRef, ...]) -> None:
-    """Initializer: load every kind's parameters before the first task (a failure here is only
-    logged; the task that needs them loads again and reports the real error)."""
+def child_init(engine_pid: int, refs: tuple[ParamsRef, ...] = ()) -> None:
+    """Initializer of every pool child (the synthesis pool's too).
+
+    * SIGINT is ignored: Ctrl-C in a terminal signals the whole process group, and the engine
+      drains its held jobs through these children, then shuts them down itself. (SIGTERM keeps
+      its default: the executor terminates the rest of a broken pool with it. Under systemd use
+      KillMode=mixed so a stop signals only the engine.)
+    * The child exits when the engine process does: an engine killed outright leaves no
+      orphans holding memory (the stdlib's children would wait on their queue forever).
+    * `refs`: parameters loaded before the first task (a failure here is only logged; the task
+      that needs them loads again and reports the real error)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with, args=(engine_pid,), name="engine-watch", daemon=True).start()
     for ref in refs:
         try:
             _params(ref)
@@ -90,6 +103,22 @@ def _run_finalize(ref: ParamsRef, witness, device_out) -> tuple[Any, int]:
     from gpu_engine.groth16 import api
 
     return api.prove_finalize(_params(ref), witness, device_out, _backend()), os.getpid()
+
+
+def _exit_with(engine_pid: int) -> None:
+    try:
+        fd = os.pidfd_open(engine_pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel): poll
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(engine_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass
+    select.select([fd], [], [])  # readable once the engine has exited
+    os._exit(0)
 
 
 # ---- parent side -------------------------------------------------------------------------------
@@ -120,7 +149,8 @@ class ProvingPool:
     def _new_executor(self) -> ProcessPoolExecutor:
         # Not fork: the parent holds Django, threads and locks that a forked child would inherit mid-use.
         ctx = multiprocessing.get_context("forkserver")
-        return ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=_warm, initargs=(self._preload,))
+        return ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=child_init,
+                                   initargs=(os.getpid(), self._preload))
 
     def prove_device(self, ref: ParamsRef, witness) -> tuple[Any, int]:
         """(DeviceOutput, pid): H and the G1 MSMs on the CPU backend, in a child."""
@@ -147,6 +177,10 @@ class ProvingPool:
             except BrokenProcessPool:
                 self._replace(executor)
                 raise
+            except Exception:
+                raise
+            except BaseException as exc:  # e.g. a KeyboardInterrupt sent back: must not end the caller's thread
+                raise RuntimeError(f"proving process interrupted: {type(exc).__name__}: {exc}") from exc
         finally:
             with self._lock:
                 self._inflight -= 1
