@@ -28,7 +28,11 @@ from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokenProcessPool", "ParamsRef", "ProvingPool", "child_init", "default_size"]
+__all__ = ["BrokenProcessPool", "CHILD_NICENESS", "ParamsRef", "ProvingPool", "child_init", "default_size"]
+
+# Pool children run at a lower CPU priority than the engine process, which serves the web: when
+# the cores are all busy, a request or a frame to send wins over a few more ms of an MSM.
+CHILD_NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,14 @@ def child_init(engine_pid: int, refs: tuple[ParamsRef, ...] = ()) -> None:
       KillMode=mixed so a stop signals only the engine.)
     * The child exits when the engine process does: an engine killed outright leaves no
       orphans holding memory (the stdlib's children would wait on their queue forever).
+    * It runs at CHILD_NICENESS.
     * `refs`: parameters loaded before the first task (a failure here is only logged; the task
       that needs them loads again and reports the real error)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        os.nice(CHILD_NICENESS)
+    except OSError:
+        pass
     threading.Thread(target=_exit_with, args=(engine_pid,), name="engine-watch", daemon=True).start()
     for ref in refs:
         try:
