@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import importlib.util
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -120,7 +119,7 @@ def _quantiles_ms(values: list[float]) -> tuple[float, float]:
 
 
 def run_mode(processes: int | None, clients: int, seconds: float) -> dict:
-    port = wsb._free_port()
+    port = wsb.free_port()
     with tempfile.TemporaryDirectory(prefix="vm-weblat-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=wsb.TOKEN, LOG_LEVEL="WARNING",
                    PYTHONPATH=str(ROOT), VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"))
@@ -138,7 +137,7 @@ def run_mode(processes: int | None, clients: int, seconds: float) -> dict:
         http_errors: list[str] = []
         stop = threading.Event()
         try:
-            wsb._wait_healthz(port, proc)
+            wsb.wait_http(f"http://127.0.0.1:{port}/healthz", proc)
             prober = threading.Thread(target=_probe_http, args=(port, stop, http, http_errors), daemon=True)
             prober.start()
             result = asyncio.run(run_clients(port, clients, seconds, proc.pid))
@@ -149,15 +148,7 @@ def run_mode(processes: int | None, clients: int, seconds: float) -> dict:
             raise
         finally:
             stop.set()
-            for _ in range(2):  # runprover drains on the first SIGTERM and exits at once on the second
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    time.sleep(0.3)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+            wsb.stop_now(proc)
     result["http_p50_ms"], result["http_p95_ms"] = _quantiles_ms(http)
     result["http_max_ms"] = 1000 * max(http) if http else float("nan")
     result["http_errors"] = len(http_errors)

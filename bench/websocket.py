@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.process_support import free_port, stop_now, wait_http  # noqa: E402
 TOKEN = "bench-token"
 
 
@@ -92,12 +93,6 @@ def serve(port: int, rate: float) -> None:
 
 
 # -- client side ----------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _published_at(text: str) -> float | None:
     # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
     i = text.rfind('"published_at":')
@@ -176,23 +171,8 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: i
     }
 
 
-def _wait_healthz(port: int, proc: subprocess.Popen, timeout: float = 180) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError("server did not come up")
-
-
 def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str) -> dict:
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="vm-bench-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
                    PYTHONPATH=str(ROOT), VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"))
@@ -210,22 +190,14 @@ def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str) -> dic
                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
         try:
             if server == "runprover":
-                _wait_healthz(port, proc)
+                wait_http(f"http://127.0.0.1:{port}/healthz", proc)
             else:
                 line = proc.stdout.readline()
                 if "READY" not in line:
                     raise RuntimeError(f"server did not start: {line!r}")
             return asyncio.run(run_clients(port, n, seconds, fmt, proc.pid, rate))
         finally:
-            for _ in range(2):  # runprover drains on the first SIGTERM and exits at once on the second
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    time.sleep(0.3)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+            stop_now(proc)
 
 
 def main() -> None:

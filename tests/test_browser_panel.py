@@ -4,15 +4,13 @@ shows stale once the server is gone. Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.process_support import free_port, stop_now, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -39,44 +37,11 @@ PROVING_SNAP_IN_GPU = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{url} not up after {timeout}s")
-
-
-def _stop_now(proc: subprocess.Popen) -> None:
-    for _ in range(2):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            time.sleep(0.3)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
 @pytest.fixture
 def prover(tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.fail("chromium is missing: `make browser` (apt-get install chromium chromium-driver)")
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, VASTMANAGER_DATA_DIR=str(tmp_path / "data"), VASTMANAGER_TOKEN=TOKEN,
                VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"), LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1")
     for var in ("DATABASE_URL", "REDIS_URL"):
@@ -88,14 +53,14 @@ def prover(tmp_path):
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_http(f"{base}/healthz", proc, timeout=180)
+        wait_http(f"{base}/healthz", proc, timeout=180)
         yield base, proc
     except Exception:
         print((tmp_path / "runprover.log").read_text()[-4000:])
         raise
     finally:
         if proc.poll() is None:
-            _stop_now(proc)
+            stop_now(proc)
         log.close()
 
 
@@ -148,7 +113,7 @@ def test_live_panel_in_chromium(prover, tmp_path):
 
             # The server goes away (a second SIGTERM makes runprover exit at once rather than drain):
             # the panel says stale, and since when.
-            _stop_now(proc)
+            stop_now(proc)
             page.wait_for_selector("#engines .engine.stale", timeout=20_000)
             liveness = page.inner_text("#engines .engine.stale [data-liveness]")
             assert liveness.startswith("stale since"), liveness
