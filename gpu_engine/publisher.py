@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import math
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,14 @@ _POLL_SECS = 0.25
 def snapshot_key(engine_id: str) -> str:
     """Cache key of an engine's latest snapshot (present while the engine is alive)."""
     return f"vastmanager:snapshot:{engine_id}"
+
+
+def snapshot_ttl(cache, heartbeat_secs: float) -> float:
+    """Cache TTL of a snapshot (liveness): two heartbeats, rounded up to whole seconds where the
+    backend keeps whole seconds only (Django's Redis and memcached backends truncate a timeout to
+    an int, and a TTL truncated to 0 deletes the key: a heartbeat under 0.5 s never looked live)."""
+    ttl = 2 * heartbeat_secs
+    return math.ceil(ttl) if isinstance(cache.get_backend_timeout(ttl), int) else ttl
 
 
 def validate_engine_id(engine_id: str) -> str:
@@ -218,7 +227,7 @@ class SnapshotPublisher:
         snap["seq"] = self._seq
         snap["published_at"] = now
         snap["heartbeat_secs"] = self.heartbeat_secs
-        cache.set(snapshot_key(self.engine_id), snap, timeout=2 * self.heartbeat_secs)
+        cache.set(snapshot_key(self.engine_id), snap, timeout=snapshot_ttl(cache, self.heartbeat_secs))
         if now - self._registered_at >= self.heartbeat_secs:
             self._register(cache, now)
         # The snapshot travels pre-encoded: the in-memory layer deep-copies every message once per
