@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -101,7 +100,9 @@ class ProofJobAdmin(admin.ModelAdmin):
     def bundle_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         if not self.has_view_permission(request):
             return JsonResponse({"error": "forbidden"}, status=403)
-        job = get_object_or_404(ProofJob, pk=pk)
+        job = ProofJob.objects.filter(pk=pk).first()
+        if job is None:  # JSON like the other answers of this download, not the HTML 404 page
+            return JsonResponse({"error": f"no job with primary key {pk}"}, status=404)
         if job.bundle is None:
             return JsonResponse({"error": f"job {job.job_id!r} has no proof bundle"}, status=404)
         return _bundle_response(job.bundle, f"{_safe_filename(job.job_id)}.json")

@@ -19,7 +19,7 @@ from django.utils import timezone
 from gpu_engine.kinds import PROOF_KINDS, get_kind
 from gpu_engine.models import FINAL_STATUSES, JOB_ID_MAX, JobStatus, ProofJob
 
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$")
+JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")  # fullmatch: "$" would admit a trailing newline
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
 CLAIM_ORDER = ("-priority", "submitted_at", "id")
 
@@ -43,7 +43,7 @@ def validate_job_id(job_id: Any) -> str:
         raise JobError("job_id must not be empty")
     if len(job_id) > JOB_ID_MAX:
         raise JobError(f"job_id is {len(job_id)} characters long; the limit is {JOB_ID_MAX}")
-    if not JOB_ID_RE.match(job_id):
+    if not JOB_ID_RE.fullmatch(job_id):
         raise JobError(
             "job_id may contain only letters, digits and . _ : @ + - (and must start with a letter or digit)"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from gpu_engine import queue
@@ -43,6 +44,8 @@ def methods(*allowed: str) -> Callable:
 
 
 def _get_job(job_id: str) -> ProofJob | None:
+    if not queue.JOB_ID_RE.fullmatch(job_id):
+        return None  # cannot exist; and PostgreSQL rejects NUL in a query (a 500, not a 404)
     return ProofJob.objects.filter(job_id=job_id).first()
 
 
@@ -53,10 +56,14 @@ def _not_found(job_id: str) -> JsonResponse:
 def _parse_body(request: HttpRequest) -> dict[str, Any]:
     try:
         body = json.loads(request.body.decode("utf-8") or "null")
+    except RequestDataTooBig:
+        raise queue.JobError("request body too large", 413) from None
     except UnicodeDecodeError:
         raise queue.JobError("request body is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise queue.JobError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # a number over Python's digit limit; nesting too deep
+        raise queue.JobError(f"malformed JSON: {str(exc)[:120]}") from None
     if not isinstance(body, dict):
         raise queue.JobError('the body must be a JSON object such as {"proof_kind": "porep-c2"}')
     unknown = sorted(set(body) - SUBMIT_FIELDS)
@@ -122,6 +129,8 @@ def _list(request: HttpRequest) -> JsonResponse:
 @api_auth_required
 @methods("GET")
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    if not queue.JOB_ID_RE.fullmatch(job_id):
+        return _not_found(job_id)
     job = ProofJob.objects.defer("bundle").filter(job_id=job_id).first()
     if job is None:
         return _not_found(job_id)
@@ -157,8 +166,31 @@ def job_proof(request: HttpRequest, job_id: str) -> HttpResponse:
 @api_auth_required
 @methods("POST")
 def job_cancel(request: HttpRequest, job_id: str) -> HttpResponse:
+    if not queue.JOB_ID_RE.fullmatch(job_id):
+        return _not_found(job_id)
     try:
         job = queue.cancel_job(job_id)
     except queue.JobError as exc:
         return error(str(exc), exc.status)
     return JsonResponse(job.to_dict())
+
+
+def _default_or_json(request: HttpRequest, fallback: Callable[..., HttpResponse], message: str, code: int,
+                     exception: Exception | None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return error(message, code)
+    return fallback(request, exception)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: API clients get JSON (e.g. an id holding an encoded slash), browsers the usual page."""
+    from django.views.defaults import page_not_found
+
+    return _default_or_json(request, page_not_found, f"no such API path {request.path!r}", 404, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: requests Django refuses before the view (too many fields, bad host) stay JSON on the API."""
+    from django.views.defaults import bad_request as default
+
+    return _default_or_json(request, default, f"bad request: {exception or 'refused'}", 400, exception)

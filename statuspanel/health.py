@@ -5,6 +5,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from gpu_engine import runtime
+from statuspanel.api import methods
 from statuspanel.auth import api_auth_required
 
 
@@ -14,7 +15,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 @api_auth_required
-@require_GET
+@methods("GET")  # a wrong method is answered in JSON like the rest of the API
 def api_status(request: HttpRequest) -> JsonResponse:
     snap = runtime.local_snapshot()
     if snap is None:

@@ -7,3 +7,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("statuspanel.urls")),
 ]
+
+handler400 = "statuspanel.api.bad_request"
+handler404 = "statuspanel.api.not_found"
