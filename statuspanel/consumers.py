@@ -112,8 +112,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
             return
         try:
             msg = json.loads(text_data)
-        except ValueError as exc:
-            await self.send_error(f"malformed JSON: {exc}")
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting too deep to decode
+            await self.send_error(f"malformed JSON: {str(exc)[:200]}")
             return
         kind = msg.get("type") if isinstance(msg, dict) else None
         if kind == "ping":
