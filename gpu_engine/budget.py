@@ -44,9 +44,12 @@ def parse_size(value: str | int) -> int:
     factor = _UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"unknown size unit {unit!r} in {value!r}; use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB")
-    if "." in number:
-        return int(round(float(number) * factor))
-    return int(number) * factor
+    try:
+        if "." in number:
+            return int(round(float(number) * factor))
+        return int(number) * factor
+    except OverflowError:  # float() of 310+ digits is inf
+        raise ValueError(f"size {value!r} is too large") from None
 
 
 class MemoryBudget:

@@ -37,7 +37,10 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {step}: {done}/{total} points ({100 * done // max(total, 1)}%)")
 
             t0 = time.perf_counter()
-            params = api.load_params(kind, params_dir, scale, progress)
+            try:
+                params = api.load_params(kind, params_dir, scale, progress)
+            except OSError as exc:  # the directory cannot be made or written
+                raise CommandError(f"--params-dir {params_dir}: {exc.strerror or exc}") from None
             self.stdout.write(self.style.SUCCESS(
                 f"  ready: {params.num_constraints} constraints, domain 2^{params.domain_size.bit_length() - 1}, "
                 f"{params.num_public} public inputs ({time.perf_counter() - t0:.2f} s)"

@@ -33,8 +33,16 @@ class Command(BaseCommand):
             raise CommandError(f"--scale must be a positive integer, got {scale}")
         params_dir = opts["params_dir"] or settings.PARAMS_DIR
         out = Path(opts["out"])
+        # Checked before proving, which takes a while: the bundle must have somewhere to go.
+        if not out.name or out.is_dir():
+            raise CommandError(f"--out must name a file, got {opts['out']!r}")
+        if not out.parent.is_dir():
+            raise CommandError(f"--out: directory {str(out.parent)!r} does not exist")
         t0 = time.perf_counter()
-        params = api.load_params(kind, params_dir, scale)
+        try:
+            params = api.load_params(kind, params_dir, scale)
+        except OSError as exc:  # the parameter directory cannot be made or written
+            raise CommandError(f"--params-dir {params_dir}: {exc.strerror or exc}") from None
         backend = CpuBackend()
         proofs = []
         for index in range(get_kind(kind).partitions):

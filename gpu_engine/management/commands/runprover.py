@@ -59,8 +59,8 @@ class Command(BaseCommand):
             from gpu_engine.publisher import validate_engine_id
 
             engine_id = validate_engine_id(opts["engine_id"])
-            if opts["drain_secs"] < 0:
-                raise ValueError("--drain-secs must be >= 0")
+            if not 0 <= opts["drain_secs"] <= threading.TIMEOUT_MAX:  # also refuses nan
+                raise ValueError(f"--drain-secs must be between 0 and {threading.TIMEOUT_MAX:.0f}, got {opts['drain_secs']}")
             config = EngineConfig(
                 engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
                 synth_workers=opts["synth_workers"], finalizers=opts["finalizers"],

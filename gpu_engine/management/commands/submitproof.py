@@ -26,6 +26,9 @@ class Command(BaseCommand):
         ids = [None] * count if base is None else ([base] if count == 1 else [f"{base}-{i}" for i in range(1, count + 1)])
         try:
             queue.validate_kind(opts["kind"])
+            for job_id in ids:  # every id before the first is stored: a bad one must not leave a partial batch
+                if job_id is not None:
+                    queue.validate_job_id(job_id)
             for job_id in ids:
                 job, created = queue.submit_job(opts["kind"], job_id, opts["priority"])
                 state = "queued" if created else f"exists ({job.status})"

@@ -21,7 +21,7 @@ class Command(BaseCommand):
             bundle = json.loads(path.read_text())
         except OSError as exc:
             raise CommandError(f"{path}: cannot read: {exc.strerror or exc}", returncode=2) from None
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise CommandError(f"{path}: malformed: not JSON ({exc})", returncode=2) from None
         try:
             results = api.verify_bundle(bundle)
