@@ -19,10 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from tests.pg_support import PG_SERVER
+from tests.pg_support import private_database as pg_private_database
 from tests.process_support import free_port, stop_now, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
@@ -44,17 +45,8 @@ def services_up() -> str | None:
 
 @contextmanager
 def private_database() -> Iterator[str]:
-    """A fresh database named for this process, dropped (connections forced out) even on failure."""
-    import psycopg
-
-    name = f"vm_scaleout_{os.getpid()}_{secrets.token_hex(4)}"
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{PG_SERVER}/{name}"
-    finally:
-        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with pg_private_database("vm_scaleout") as url:
+        yield url
 
 
 @contextmanager

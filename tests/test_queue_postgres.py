@@ -15,8 +15,10 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
+from tests.pg_support import PG_SERVER as SERVER  # noqa: E402
+from tests.pg_support import private_database  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = "postgresql://postgres@127.0.0.1:5432"
 JOBS = 60
 
 CLAIMER = textwrap.dedent(
@@ -46,19 +48,12 @@ CLAIMER = textwrap.dedent(
 
 @pytest.fixture
 def pg_url():
-    name = f"vastmanager_test_{os.getpid()}"
     try:
-        admin = psycopg.connect(f"{SERVER}/postgres", autocommit=True, connect_timeout=3)
+        psycopg.connect(f"{SERVER}/postgres", connect_timeout=3).close()
     except psycopg.OperationalError as exc:
         pytest.skip(f"no PostgreSQL server: {exc}")
-    with admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{SERVER}/{name}"
-    finally:
-        with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with private_database("vastmanager_test") as url:
+        yield url
 
 
 def test_concurrent_claimers_never_share_a_job(pg_url, tmp_path):
