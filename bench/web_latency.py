@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,22 +44,13 @@ def _seq(text: str) -> int | None:
     return int(text[j:k])
 
 
-async def _client(url: str, got: list[tuple[float, int]], counting: list[bool], ready: asyncio.Event,
-                  errors: list[str]) -> None:
-    import websockets
+def _record_latency_and_seq(got: list[tuple[float, int]]) -> Callable[[str, float], None]:
+    def on_frame(text: str, now: float) -> None:
+        published, seq = wsb._published_at(text), _seq(text)
+        if published is not None and seq is not None:
+            got.append((now - published, seq))
 
-    try:
-        async with websockets.connect(url, origin="http://127.0.0.1", max_size=None, open_timeout=60,
-                                      ping_interval=None) as ws:
-            ready.set()
-            async for text in ws:
-                now = time.time()
-                if counting[0]:
-                    published, seq = wsb._published_at(text), _seq(text)
-                    if published is not None and seq is not None:
-                        got.append((now - published, seq))
-    except Exception as exc:  # noqa: BLE001 - reported in the figures
-        errors.append(type(exc).__name__)
+    return on_frame
 
 
 async def run_clients(port: int, n: int, seconds: float, server_pid: int) -> dict:
@@ -72,7 +64,7 @@ async def run_clients(port: int, n: int, seconds: float, server_pid: int) -> dic
     for start in range(0, n, 50):  # connect in batches so the handshakes do not time out
         batch = [asyncio.Event() for _ in range(start, min(n, start + 50))]
         for i, ev in enumerate(batch, start):
-            tasks.append(asyncio.create_task(_client(url, per_client[i], counting, ev, errors)))
+            tasks.append(asyncio.create_task(wsb.client(url, _record_latency_and_seq(per_client[i]), counting, ev, errors)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
     server = psutil.Process(server_pid)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +106,9 @@ def _published_at(text: str) -> float | None:
     return float(text[j:k])
 
 
-async def _client(url: str, latencies: list[float], counting: list[bool], ready: asyncio.Event, errors: list[str]):
+async def client(url: str, on_frame: Callable[[str, float], None], counting: list[bool], ready: asyncio.Event,
+                 errors: list[str]) -> None:
+    """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting."""
     import websockets
 
     try:
@@ -115,11 +118,18 @@ async def _client(url: str, latencies: list[float], counting: list[bool], ready:
             async for text in ws:
                 now = time.time()
                 if counting[0]:
-                    published = _published_at(text)
-                    if published is not None:
-                        latencies.append(now - published)
+                    on_frame(text, now)
     except Exception as exc:  # noqa: BLE001 - reported in the figures
         errors.append(type(exc).__name__)
+
+
+def _record_latency(latencies: list[float]) -> Callable[[str, float], None]:
+    def on_frame(text: str, now: float) -> None:
+        published = _published_at(text)
+        if published is not None:
+            latencies.append(now - published)
+
+    return on_frame
 
 
 def _tree_cpu(proc) -> float:
@@ -147,7 +157,7 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: i
             ev = asyncio.Event()
             events.append(ev)
             batch.append(ev)
-            tasks.append(asyncio.create_task(_client(url, latencies, counting, ev, errors)))
+            tasks.append(asyncio.create_task(client(url, _record_latency(latencies), counting, ev, errors)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
     server, me = psutil.Process(server_pid), psutil.Process()
