@@ -5,6 +5,7 @@ Errors are `{"error": "..."}` with the status code that says what went wrong (40
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ def methods(*allowed: str) -> Callable:
     """Like require_http_methods, but answers 405 in JSON with an Allow header."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in allowed:
                 response = error(f"method {request.method} not allowed; use {', '.join(allowed)}", 405)
@@ -36,8 +38,6 @@ def methods(*allowed: str) -> Callable:
                 return response
             return view(request, *args, **kwargs)
 
-        wrapper.__name__ = view.__name__
-        wrapper.__doc__ = view.__doc__
         return wrapper
 
     return decorate

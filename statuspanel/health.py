@@ -5,7 +5,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from gpu_engine import runtime
-from statuspanel.api import methods
+from statuspanel.api import error, methods
 from statuspanel.auth import api_auth_required
 
 
@@ -19,5 +19,5 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def api_status(request: HttpRequest) -> JsonResponse:
     snap = runtime.local_snapshot()
     if snap is None:
-        return JsonResponse({"error": "no engine is running in this process"}, status=503)
+        return error("no engine is running in this process", 503)
     return JsonResponse(snap)

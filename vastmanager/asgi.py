@@ -18,10 +18,9 @@ def build_application():
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter, URLRouter
     from channels.security.websocket import AllowedHostsOriginValidator
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from statuspanel.routing import websocket_urlpatterns
-
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     return ProtocolTypeRouter(
         {

@@ -111,7 +111,7 @@ class Command(BaseCommand):
             f"  backend    {cfg.backend}: {len(engine.workers)} worker(s) "
             f"({', '.join(f'W{w}' for w, _ in engine.workers)}) on device(s) {','.join(map(str, cfg.gpus))}",
             f"  synthesis  {cfg.synth_workers} process(es), {cfg.finalizers} finalizer thread(s)",
-            f"  proving    " + (f"{engine.proving_processes} process(es)" if engine.proving_processes
+            "  proving    " + (f"{engine.proving_processes} process(es)" if engine.proving_processes
                                 else "in the engine's threads (--proving-processes 0)"),
             f"  budget     {cli.human_bytes(cfg.memory_budget)}",
             f"  params     {cfg.params_dir} (circuit scale {cfg.scale})",
@@ -191,7 +191,6 @@ class Command(BaseCommand):
         """Daphne for the panel and API, publishing onto its loop once it is listening."""
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
-        from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
         from vastmanager.asgi import build_application
 
@@ -202,7 +201,7 @@ class Command(BaseCommand):
             publisher.start()
 
         return Server(
-            application=ASGIStaticFilesHandler(build_application()),
+            application=build_application(),  # serves the panel's static files itself
             endpoints=build_endpoint_description_strings(host=host, port=port),
             signal_handlers=False,
             ready_callable=ready,
