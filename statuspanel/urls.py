@@ -1,8 +1,25 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 
+from gpu_engine.queue import JOB_ID_RE
 from statuspanel import api, auth, health, views
+
+
+class JobIdConverter:
+    """Only ids a job can have reach the views; others are a 404 before any query (PostgreSQL
+    refuses a NUL in a query, and a trailing newline is no id)."""
+
+    regex = JOB_ID_RE.pattern
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(JobIdConverter, "jobid")
 
 urlpatterns = [
     path("", views.panel, name="panel"),
@@ -11,7 +28,7 @@ urlpatterns = [
     path("api/status", health.api_status, name="api-status"),
     path("login", auth.token_login, name="token-login"),
     path("api/jobs", api.jobs, name="api-jobs"),
-    path("api/jobs/<str:job_id>", api.job_detail, name="api-job"),
-    path("api/jobs/<str:job_id>/proof", api.job_proof, name="api-job-proof"),
-    path("api/jobs/<str:job_id>/cancel", api.job_cancel, name="api-job-cancel"),
+    path("api/jobs/<jobid:job_id>", api.job_detail, name="api-job"),
+    path("api/jobs/<jobid:job_id>/proof", api.job_proof, name="api-job-proof"),
+    path("api/jobs/<jobid:job_id>/cancel", api.job_cancel, name="api-job-cancel"),
 ]
