@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 from py_arkworks_bls12381 import G1Point
 
+from gpu_engine.groth16 import field
 from gpu_engine.groth16.field import COSET_GENERATOR as MULTIPLICATIVE_GENERATOR
 from gpu_engine.groth16.field import R as R_MOD
-from gpu_engine.groth16.field import ROOT_OF_UNITY, TWO_ADICITY
 
 # The coset generator, the 2-adic root and r come from the Groth16 field module, so the
 # device evaluates on exactly the domain and coset of the CPU backend.
@@ -26,17 +26,13 @@ MAX_LOG_N = 28  # 2^28 Fr elements = 8 GiB per buffer; larger is refused up fron
 
 
 def root_of_unity(log_n: int) -> int:
-    """The primitive 2^log_n-th root of unity of the domain of that size."""
-    if not 0 <= log_n <= TWO_ADICITY:
-        raise ValueError(f"domain 2^{log_n} exceeds the 2-adicity of Fr (2^{TWO_ADICITY})")
-    return pow(ROOT_OF_UNITY, 1 << (TWO_ADICITY - log_n), R_MOD)
+    """The primitive 2^log_n-th root of unity: the CPU backend's domain, by construction."""
+    return field.root_of_unity(1 << log_n)
 
 
 def log2_exact(n: int) -> int:
-    """log2(n) for a power of two n >= 1; a clear error otherwise."""
-    if n < 1 or n & (n - 1):
-        raise ValueError(f"NTT length must be a power of two, got {n}")
-    log_n = n.bit_length() - 1
+    """log2(n) for a valid NTT size that also fits the device buffers; a clear error otherwise."""
+    log_n = field.check_domain_size(n)
     if log_n > MAX_LOG_N:
         raise ValueError(f"NTT length 2^{log_n} exceeds the supported 2^{MAX_LOG_N}")
     return log_n
