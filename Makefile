@@ -34,6 +34,7 @@ run: venv
 	$(PY) manage.py runprover --demo
 
 test: testenv browser
+	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:

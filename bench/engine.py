@@ -61,8 +61,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from gpu_engine import queue
-    from gpu_engine.engine import Engine
-    from gpu_engine.engine_types import EngineConfig
+    from gpu_engine.engine import Engine, EngineConfig
     from gpu_engine.models import ProofJob
 
     call_command("migrate", verbosity=0)

@@ -19,13 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from py_arkworks_bls12381 import G1Point  # noqa: E402
+from py_arkworks_bls12381 import G1Point
 
-from gpu_engine.backends.cpu import CpuBackend  # noqa: E402
-from gpu_engine.groth16 import api, ntt  # noqa: E402
-from gpu_engine.groth16.field import R  # noqa: E402
-from gpu_engine.groth16.setup import FixedBase  # noqa: E402
-from gpu_engine.kinds import PROOF_KINDS  # noqa: E402
+from gpu_engine.backends.cpu import CpuBackend
+from gpu_engine.groth16 import api, ntt
+from gpu_engine.groth16.field import R
+from gpu_engine.groth16.setup import FixedBase
+from gpu_engine.kinds import PROOF_KINDS
 
 
 def bench_kinds(scale: int, repeat: int) -> None:

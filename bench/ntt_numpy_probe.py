@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu_engine.groth16.field import R  # noqa: E402
+from gpu_engine.groth16.field import R
 
 LIMBS, BITS = 16, 16
 MASK = np.uint64((1 << BITS) - 1)

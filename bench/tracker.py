@@ -19,8 +19,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpu_engine.budget import MemoryBudget  # noqa: E402
-from gpu_engine.tracker import StatusTracker  # noqa: E402
+from gpu_engine.budget import MemoryBudget
+from gpu_engine.tracker import StatusTracker
 
 PARTITIONS = 16
 WORKERS = 4

@@ -64,7 +64,8 @@ async def run_clients(port: int, n: int, seconds: float, server_pid: int) -> dic
     for start in range(0, n, 50):  # connect in batches so the handshakes do not time out
         batch = [asyncio.Event() for _ in range(start, min(n, start + 50))]
         for i, ev in enumerate(batch, start):
-            tasks.append(asyncio.create_task(wsb.client(url, _record_latency_and_seq(per_client[i]), counting, ev, errors)))
+            record = _record_latency_and_seq(per_client[i])
+            tasks.append(asyncio.create_task(wsb.client(url, record, counting, ev, errors)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
     server = psutil.Process(server_pid)
@@ -82,7 +83,8 @@ async def run_clients(port: int, n: int, seconds: float, server_pid: int) -> dic
     published = (max(seqs) - min(seqs) + 1) if seqs else 0
     p50, p95 = _quantiles_ms(lat)
     return {
-        "clients": n, "frames": len(lat), "published": published, "published_per_s": published / wall, "errors": len(errors),
+        "clients": n, "frames": len(lat), "published": published, "published_per_s": published / wall,
+        "errors": len(errors),
         "delivered": len(lat) / max(n * published, 1),
         "p50_ms": p50, "p95_ms": p95, "p99_ms": 1000 * lat[int(0.99 * (len(lat) - 1))] if lat else float("nan"),
         "max_ms": 1000 * lat[-1] if lat else float("nan"),
@@ -167,7 +169,8 @@ def main() -> None:
             r = run_mode(processes, args.clients, args.seconds)
             rows[name].append(r)
             print(f"{name:>9} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f} {r['p99_ms']:>7.1f} {r['max_ms']:>7.1f} "
-                  f"{r['published_per_s']:>6.1f} {100 * r['delivered']:>8.1f}% {r['http_p50_ms']:>8.1f} {r['http_p95_ms']:>8.1f} "
+                  f"{r['published_per_s']:>6.1f} {100 * r['delivered']:>8.1f}% "
+                  f"{r['http_p50_ms']:>8.1f} {r['http_p95_ms']:>8.1f} "
                   f"{r['http_max_ms']:>8.1f} {r['server_cpu_pct']:>6.0f}% {r['server_cpu_children_pct']:>7.0f}% "
                   f"{r['errors'] + r['http_errors']:>6}", flush=True)
     if args.repeat > 1:
@@ -176,7 +179,8 @@ def main() -> None:
             m = {k: statistics.mean(r[k] for r in rs) for k in ("p50_ms", "p95_ms", "delivered", "http_p50_ms",
                                                                   "http_p95_ms", "published_per_s")}
             print(f"{name:>9} ws p50 {m['p50_ms']:.1f} ms, p95 {m['p95_ms']:.1f} ms, {m['published_per_s']:.1f} "
-                  f"snapshots/s published, {100 * m['delivered']:.1f}% delivered; http p50 {m['http_p50_ms']:.1f} ms, p95 {m['http_p95_ms']:.1f} ms")
+                  f"snapshots/s published, {100 * m['delivered']:.1f}% delivered; "
+                  f"http p50 {m['http_p50_ms']:.1f} ms, p95 {m['http_p95_ms']:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.process_support import free_port, stop_now, wait_http  # noqa: E402
+from tests.process_support import free_port, stop_now, wait_http
 TOKEN = "bench-token"
 
 
@@ -236,7 +236,8 @@ def main() -> None:
     for n in args.clients:
         r = bench_one(n, args.seconds, args.format, args.rate, args.server)
         print(f"{r['clients']:>7} {r['frames']:>8} {r['expected']:>8} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
-              f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% {r['server_cpu_children_pct']:>7.0f}% "
+              f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% "
+              f"{r['server_cpu_children_pct']:>7.0f}% "
               f"{r['client_cpu_pct']:>9.0f}% "
               f"{r['errors']:>6}", flush=True)
 

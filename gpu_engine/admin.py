@@ -13,17 +13,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from gpu_engine import queue
+from gpu_engine import formatting, queue
 from gpu_engine.models import EngineHost, JobStatus, PartitionRun, ProofJob
-
-
-def _duration_text(secs: float | None) -> str:
-    if secs is None:
-        return "—"
-    if secs < 60:
-        return f"{secs:.1f} s"
-    whole = int(secs)
-    return f"{whole // 60}m {whole % 60:02d}s" if whole < 3600 else f"{whole // 3600}h {(whole % 3600) // 60:02d}m"
 
 
 def _bundle_response(payload: dict, filename: str) -> HttpResponse:
@@ -83,7 +74,7 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="duration")
     def duration(self, obj: ProofJob) -> str:
-        return _duration_text(obj.duration_secs())
+        return formatting.duration(obj.duration_secs())
 
     @admin.display(description="proof bundle")
     def bundle_link(self, obj: ProofJob) -> str:

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 from django.db import models
 
+from gpu_engine import vocabulary as words
 from gpu_engine.kinds import PROOF_KINDS
 
 JOB_ID_MAX = 128
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    """A job row's status: the live pipeline statuses a row can be stored with."""
+
+    QUEUED = words.QUEUED, "Queued"
+    RUNNING = words.RUNNING, "Running"
+    DONE = words.DONE, "Done"
+    FAILED = words.FAILED, "Failed"
+    CANCELLED = words.CANCELLED, "Cancelled"
 
 
 FINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED})
@@ -94,10 +97,12 @@ class ProofJob(models.Model):
 
 
 class PartitionState(models.TextChoices):
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+    """How one attempt at a partition ended (a history row)."""
+
+    DONE = words.DONE, "Done"
+    FAILED = words.FAILED, "Failed"
     RETRIED = "retried", "Retried"
-    CANCELLED = "cancelled", "Cancelled"
+    CANCELLED = words.CANCELLED, "Cancelled"
 
 
 class PartitionRun(models.Model):

@@ -2,8 +2,8 @@
 
 One thread per engine sleeps on `tracker.wait_for_change`, coalesces bursts to at most `max_rate`
 snapshots a second (the latest state wins, since the snapshot is taken after the pause), stamps
-`engine_id` and a rising `seq`, stores the snapshot in the cache with a TTL of two heartbeats
-(that TTL *is* liveness) and sends it to `STATUS_GROUP`. It also republishes every heartbeat
+`engine_id` and a rising `seq`, stores the snapshot in the cache and sends it to the status group
+(the wire contract: wire.py). It also republishes every heartbeat
 without changes, so liveness and the durations of open phases stay fresh.
 
 Delivery: with a loop attached (embedded mode, in-memory layer) the send runs on the server's loop
@@ -15,90 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
-import math
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from gpu_engine.wire import (STATUS_GROUP, default_cache, register_engine, snapshot_key, snapshot_message,
+                             store_snapshot, validate_engine_id)
+
 if TYPE_CHECKING:
     from gpu_engine.tracker import StatusTracker
 
 log = logging.getLogger(__name__)
 
-STATUS_GROUP = "vastmanager.status"
-ENGINES_KEY = "vastmanager:engines"
-MESSAGE_TYPE = "status.snapshot"
-# Engines silent for this long are dropped from the known-engines registry.
-FORGET_ENGINE_SECS = 3600.0
 # How long a send may take before the publisher gives up on it (a stalled loop must not wedge it).
 SEND_TIMEOUT_SECS = 5.0
 # Upper bound of one sleep, so stop() is honoured promptly.
 _POLL_SECS = 0.25
-
-
-def snapshot_key(engine_id: str) -> str:
-    """Cache key of an engine's latest snapshot (present while the engine is alive)."""
-    return f"vastmanager:snapshot:{engine_id}"
-
-
-def snapshot_ttl(cache, heartbeat_secs: float) -> float:
-    """Cache TTL of a snapshot (liveness): two heartbeats, rounded up to whole seconds where the
-    backend keeps whole seconds only (Django's Redis and memcached backends truncate a timeout to
-    an int, and a TTL truncated to 0 deletes the key: a heartbeat under 0.5 s never looked live)."""
-    ttl = 2 * heartbeat_secs
-    return math.ceil(ttl) if isinstance(cache.get_backend_timeout(ttl), int) else ttl
-
-
-def validate_engine_id(engine_id: str) -> str:
-    """Engine ids end up in cache keys and HTML attributes: printable, no whitespace, bounded."""
-    if not isinstance(engine_id, str) or not engine_id:
-        raise ValueError("engine_id must be a non-empty string")
-    if len(engine_id) > 128 or any(c.isspace() or not c.isprintable() for c in engine_id):
-        raise ValueError(f"engine_id {engine_id!r} must be at most 128 printable characters without spaces")
-    return engine_id
-
-
-def _cache():
-    from django.core.cache import cache
-
-    return cache
-
-
-def known_engines(cache=None) -> dict[str, float]:
-    """Engine id -> wall-clock time of its last publish, for every engine seen recently."""
-    value = (cache or _cache()).get(ENGINES_KEY)
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def latest_snapshots(cache=None) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """The latest snapshot of every live engine, and the last-seen time of those whose TTL expired."""
-    cache = cache or _cache()
-    engines = known_engines(cache)
-    if not engines:
-        return [], {}
-    found = cache.get_many([snapshot_key(e) for e in engines])
-    live: list[dict[str, Any]] = []
-    gone: dict[str, float] = {}
-    for engine_id in sorted(engines):
-        snap = found.get(snapshot_key(engine_id))
-        if isinstance(snap, dict):
-            live.append(snap)
-        else:
-            gone[engine_id] = engines[engine_id]
-    return live, gone
-
-
-def message_snapshot(message: dict[str, Any]) -> dict[str, Any]:
-    """The snapshot carried by a group message (sent pre-encoded as `snapshot_json`)."""
-    if isinstance(message.get("snapshot_json"), str):
-        return json.loads(message["snapshot_json"])
-    if isinstance(message.get("snapshot"), dict):
-        return message["snapshot"]
-    raise ValueError("group message carries no snapshot")
 
 
 class SnapshotPublisher:
@@ -155,7 +90,7 @@ class SnapshotPublisher:
 
     @property
     def cache(self):
-        return self._cache if self._cache is not None else _cache()
+        return self._cache if self._cache is not None else default_cache()
 
     @property
     def seq(self) -> int:
@@ -227,22 +162,13 @@ class SnapshotPublisher:
         snap["seq"] = self._seq
         snap["published_at"] = now
         snap["heartbeat_secs"] = self.heartbeat_secs
-        cache.set(snapshot_key(self.engine_id), snap, timeout=snapshot_ttl(cache, self.heartbeat_secs))
+        store_snapshot(cache, snap, self.heartbeat_secs)
         if now - self._registered_at >= self.heartbeat_secs:
-            self._register(cache, now)
-        # The snapshot travels pre-encoded: the in-memory layer deep-copies every message once per
-        # receiving channel, and copying a str is free where copying the dict tree is not.
-        self._send({"type": MESSAGE_TYPE, "engine_id": self.engine_id, "seq": self._seq,
-                    "snapshot_json": json.dumps(snap, separators=(",", ":"))})
+            register_engine(cache, self.engine_id, now)
+            self._registered_at = now
+        self._send(snapshot_message(self.engine_id, self._seq, snap))
         self.published += 1
         return snap
-
-    def _register(self, cache, now: float) -> None:
-        # Read-modify-write without a lock: a lost update is repaired by that engine's next heartbeat.
-        engines = {e: t for e, t in known_engines(cache).items() if now - t < FORGET_ENGINE_SECS}
-        engines[self.engine_id] = now
-        cache.set(ENGINES_KEY, engines, timeout=None)
-        self._registered_at = now
 
     def _send(self, message: dict[str, Any]) -> None:
         layer = self.channel_layer

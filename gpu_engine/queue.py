@@ -33,7 +33,7 @@ class JobError(ValueError):
 
 
 def max_attempts() -> int:
-    return int(getattr(settings, "JOB_MAX_ATTEMPTS", 3))
+    return int(settings.JOB_MAX_ATTEMPTS)
 
 
 def validate_job_id(job_id: Any) -> str:

@@ -101,6 +101,7 @@ def token_login(request: HttpRequest) -> HttpResponse:
         )
     login(request, service_user(), backend="django.contrib.auth.backends.ModelBackend")
     target = request.GET.get("next") or "/"
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
         target = "/"
     return HttpResponseRedirect(target)

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from gpu_engine import publisher
+from gpu_engine import wire
 from statuspanel.auth import token_is_valid
 from statuspanel.rendering import encoded_snapshot_frame, engine_id_of, snapshot_frame
 
@@ -36,7 +36,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Snapshot fan-out never touches the ORM: skip the base class's per-message
         # aclose_old_connections() thread hop, which halves throughput at hundreds of clients.
-        if message.get("type") == publisher.MESSAGE_TYPE:
+        if message.get("type") == wire.MESSAGE_TYPE:
             await self.status_snapshot(message)
             return
         await super().dispatch(message)
@@ -61,19 +61,19 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.with_html = fmt == "html"
         # Join before reading the cache: a snapshot published in between arrives twice at worst,
         # and the seq check drops the second copy.
-        await self.channel_layer.group_add(publisher.STATUS_GROUP, self.channel_name)
+        await self.channel_layer.group_add(wire.STATUS_GROUP, self.channel_name)
         self.joined = True
         await self.accept()
         await self.send_latest()
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         if self.joined:
-            await self.channel_layer.group_discard(publisher.STATUS_GROUP, self.channel_name)
+            await self.channel_layer.group_discard(wire.STATUS_GROUP, self.channel_name)
             self.joined = False
         raise StopConsumer()
 
     async def send_latest(self) -> None:
-        live, _gone = publisher.latest_snapshots()
+        live, _gone = wire.latest_snapshots()
         for snap in live:
             await self.send_snapshot(snap)
 

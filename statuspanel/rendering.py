@@ -15,11 +15,11 @@ from typing import Any, Callable
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
 GAUGE_YELLOW_PCT = 60.0
 GAUGE_RED_PCT = 85.0
-PHASES = ("pending", "synthesizing", "synth_done", "gpu", "finalizing", "done", "failed")
 UNNAMED_ENGINE = "unnamed-engine"
 
 
@@ -69,7 +69,7 @@ def _cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
 def render_engine(snap: dict[str, Any]) -> str:
     """The engine partial for this snapshot; cached when the snapshot carries a seq."""
     key = _cache_key(snap)
-    build = lambda: render_to_string(ENGINE_TEMPLATE, {"e": engine_context(snap)})  # noqa: E731
+    build = lambda: render_to_string(ENGINE_TEMPLATE, {"e": engine_context(snap)})  # noqa: E731 - a one-line thunk reads better inline
     return build() if key is None else html_cache.get_or_build(key, build)
 
 
@@ -121,9 +121,13 @@ def memory_context(mem: Any) -> dict[str, Any] | None:
             "pct": pct, "level": level}
 
 
+# The duration field that grows while a partition is in each open phase, in display order.
+_OPEN_PHASE_FIELD = {SYNTHESIZING: "synth_ms", GPU: "gpu_ms", FINALIZING: "finalize_ms"}
+
+
 def partition_context(part: dict[str, Any]) -> dict[str, Any]:
-    state = str(part.get("state") or "pending")
-    open_ms = {"synthesizing": "synth_ms", "gpu": "gpu_ms", "finalizing": "finalize_ms"}.get(state)
+    state = str(part.get("state") or PENDING)
+    open_ms = _OPEN_PHASE_FIELD.get(state)
     return {
         "index": part.get("index"),
         "state": state,
@@ -155,29 +159,29 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
 def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
     parts = [partition_context(p) for p in pipe.get("partitions") or [] if isinstance(p, dict)]
     kind = str(pipe.get("proof_kind") or "")
-    failed = sum(1 for p in parts if p["state"] == "failed")
-    totals = {}
-    for field in ("synth_ms", "gpu_ms", "finalize_ms"):
+    failed = sum(1 for p in parts if p["state"] == FAILED)
+    totals = []
+    for field in _OPEN_PHASE_FIELD.values():
         total, rate = _phase_total(parts, field)
-        totals[field] = {"ms": total, "rate": rate}
+        totals.append({"field": field, "ms": total, "rate": rate})
     return {
         "job_id": str(pipe.get("job_id") or ""),
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
-        "status": pipe.get("status") or ("failed" if failed else "running"),
+        "status": pipe.get("status") or (FAILED if failed else RUNNING),
         "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
-        "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == "done"),
+        "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == DONE),
         "partitions_failed": failed,
         "partitions": parts,
-        "totals": totals,
+        "phase_totals": totals,
     }
 
 
 def worker_context(worker: dict[str, Any], kinds_by_job: dict[str, str]) -> dict[str, Any]:
     job = worker.get("current_job")
     kind = worker.get("current_proof_kind") or (kinds_by_job.get(job) if job else None) or ""
-    state = str(worker.get("state") or "idle")
+    state = str(worker.get("state") or IDLE)
     return {
         "worker_id": worker.get("worker_id"),
         "gpu_ordinal": worker.get("gpu_ordinal"),
@@ -213,6 +217,7 @@ def counters_context(counters: Any) -> dict[str, Any]:
     return {
         "total_completed": counters.get("total_completed") or 0,
         "total_failed": counters.get("total_failed") or 0,
+        "total_cancelled": counters.get("total_cancelled") or 0,
         "queue_depth": counters.get("queue_depth") or 0,
         "by_kind": [{"kind": k, "label": kind_label(k), "done": done.get(k, 0), "failed": failed.get(k, 0)}
                     for k in kinds],

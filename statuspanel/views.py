@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from gpu_engine import publisher, runtime
+from gpu_engine import runtime, wire
 from gpu_engine.models import FINAL_STATUSES, ProofJob
 from statuspanel.rendering import engine_id_of, render_engine
 
@@ -21,7 +21,7 @@ HISTORY_ROWS = 15
 def current_snapshots() -> tuple[list[dict[str, Any]], list[tuple[str, float]]]:
     """Live snapshots from the cache (every engine), plus this process's engine if it has not
     published yet; and the engines whose heartbeat expired, with when they were last seen."""
-    live, gone = publisher.latest_snapshots()
+    live, gone = wire.latest_snapshots()
     seen = {engine_id_of(s) for s in live}
     local = runtime.local_engine_id()
     if local is not None and local not in seen:

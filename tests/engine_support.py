@@ -6,8 +6,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from gpu_engine.engine import Engine
-from gpu_engine.engine_types import EngineConfig
+from gpu_engine.engine import Engine, EngineConfig
 from gpu_engine.models import ProofJob
 
 _PARAMS: dict[str, Path] = {}

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from gpu_engine import publisher
+from gpu_engine import wire
 from gpu_engine.tracker import StatusTracker
 
 ORIGIN = (b"origin", b"http://localhost")
@@ -40,8 +40,8 @@ def busy_tracker(job_id: str = SNAP_JOB, kind: str = "snap-update", partitions: 
 
 
 def clear_panel_cache() -> None:
-    engines = publisher.known_engines()
-    cache.delete_many([publisher.snapshot_key(e) for e in engines] + [publisher.ENGINES_KEY])
+    engines = wire.known_engines()
+    cache.delete_many([wire.snapshot_key(e) for e in engines] + [wire.ENGINES_KEY])
 
 
 def build_app():

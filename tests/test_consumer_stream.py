@@ -8,7 +8,7 @@ import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
-from gpu_engine import publisher
+from gpu_engine import wire
 from gpu_engine.publisher import SnapshotPublisher
 from statuspanel import rendering
 from tests.panel_support import ORIGIN, SNAP_JOB, TOKEN, build_app, busy_tracker, clear_panel_cache
@@ -69,8 +69,8 @@ async def test_updates_arrive_in_seq_order_and_stale_ones_are_dropped():
     stale = dict(frames[0]["snapshot"])
     layer = get_channel_layer()
     for body in ({"snapshot_json": json.dumps(stale)}, {"snapshot": stale}):  # both message forms
-        await layer.group_send(publisher.STATUS_GROUP, {
-            "type": publisher.MESSAGE_TYPE, "engine_id": "eng-seq", "seq": stale["seq"], **body})
+        await layer.group_send(wire.STATUS_GROUP, {
+            "type": wire.MESSAGE_TYPE, "engine_id": "eng-seq", "seq": stale["seq"], **body})
     assert await comm.receive_nothing(timeout=0.2)
     await comm.disconnect()
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.management.commands.runprover import Command as RunProver
 from gpu_engine.models import ProofJob
-from gpu_engine.publisher import validate_engine_id
+from gpu_engine.wire import validate_engine_id
 from tests.groth16_support import shared_params_dir
 from tests.runprover_support import ROOT, Site
 

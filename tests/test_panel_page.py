@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
-from gpu_engine import publisher, runtime
+from gpu_engine import runtime, wire
 from gpu_engine.models import JobStatus, ProofJob
 from gpu_engine.publisher import SnapshotPublisher
 from tests.panel_support import SNAP_JOB, busy_tracker, clear_panel_cache
@@ -59,7 +59,7 @@ def test_local_engine_shown_before_its_first_publish(user_client):
 
 
 def test_expired_engine_is_listed_offline(user_client):
-    cache.set(publisher.ENGINES_KEY, {"gone-engine": time.time() - 30}, None)
+    cache.set(wire.ENGINES_KEY, {"gone-engine": time.time() - 30}, None)
     body = user_client.get("/").content.decode()
     assert 'data-offline-engine-id="gone-engine"' in body and "offline since" in body
 

@@ -20,8 +20,8 @@ def kill_children_while_busy(engine, job_id: str, timeout: float = 60.0) -> int:
     while time.monotonic() < deadline:
         if PartitionRun.objects.filter(job__job_id=job_id, state="retried").exists():
             return kills
-        pids = engine._proving.pids()
-        if engine._proving.inflight and pids:
+        pids = engine.proving_pool.pids()
+        if engine.proving_pool.inflight and pids:
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -45,7 +45,7 @@ def test_killed_proving_process_retries_the_partition(tmp_path_factory):
         wait_for(lambda: all_final(["pool-killed"]), timeout=120)
         engine.history.flush(10)
         snap = engine.tracker.snapshot()
-        rebuilds = engine._proving.rebuilds
+        rebuilds = engine.proving_pool.rebuilds
     job = ProofJob.objects.get(job_id="pool-killed")
     assert job.status == "done", job.error
     assert job.verified

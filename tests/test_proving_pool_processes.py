@@ -9,7 +9,7 @@ import pytest
 from gpu_engine import queue
 from gpu_engine.groth16 import api
 from gpu_engine.models import ProofJob
-from gpu_engine.proving_pool import ParamsRef, ProvingPool, default_size
+from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
 from tests.engine_support import all_final, make_engine, running, shared_params_dir, wait_for
 
 

@@ -7,8 +7,9 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 from django.core.cache import cache
 
-from gpu_engine import publisher
-from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher, message_snapshot
+from gpu_engine import wire
+from gpu_engine.publisher import SnapshotPublisher
+from gpu_engine.wire import STATUS_GROUP, message_snapshot
 from tests.panel_support import SNAP_JOB, busy_tracker, clear_panel_cache
 
 
@@ -34,7 +35,7 @@ async def test_thread_delivers_through_attached_loop():
     pub.start()
     try:
         first = await _receive(layer, channel)
-        assert first["type"] == publisher.MESSAGE_TYPE
+        assert first["type"] == wire.MESSAGE_TYPE
         assert first["engine_id"] == "engine-a"
         snap = message_snapshot(first)
         assert snap["engine_id"] == "engine-a" and snap["seq"] == first["seq"]
@@ -54,10 +55,10 @@ async def test_cache_holds_latest_snapshot_and_engine_registry():
     pub = SnapshotPublisher(busy_tracker(), "engine-b", heartbeat_secs=3, channel_layer=layer)
     pub.attach_loop(asyncio.get_running_loop())
     snap = await asyncio.to_thread(pub.publish_now)
-    stored = cache.get(publisher.snapshot_key("engine-b"))
+    stored = cache.get(wire.snapshot_key("engine-b"))
     assert stored["seq"] == snap["seq"] and stored["heartbeat_secs"] == 3
-    assert "engine-b" in publisher.known_engines()
-    live, gone = publisher.latest_snapshots()
+    assert "engine-b" in wire.known_engines()
+    live, gone = wire.latest_snapshots()
     assert [s["engine_id"] for s in live] == ["engine-b"] and gone == {}
 
 

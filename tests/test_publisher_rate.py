@@ -7,8 +7,9 @@ import time
 import pytest
 from django.core.cache import cache
 
-from gpu_engine import publisher
-from gpu_engine.publisher import SnapshotPublisher, message_snapshot
+from gpu_engine import wire
+from gpu_engine.publisher import SnapshotPublisher
+from gpu_engine.wire import message_snapshot
 from gpu_engine.tracker import StatusTracker
 from tests.panel_support import clear_panel_cache
 
@@ -62,15 +63,15 @@ def test_heartbeat_republishes_without_changes():
     time.sleep(0.45)
     pub.stop()
     assert pub.published >= 3
-    assert cache.get(publisher.snapshot_key("rate-b")) is not None
+    assert cache.get(wire.snapshot_key("rate-b")) is not None
 
 
 def test_snapshot_expires_after_two_heartbeats():
     pub = SnapshotPublisher(StatusTracker(), "rate-c", heartbeat_secs=0.1, channel_layer=Recorder())
     pub.publish_now()
-    assert [s["engine_id"] for s in publisher.latest_snapshots()[0]] == ["rate-c"]
+    assert [s["engine_id"] for s in wire.latest_snapshots()[0]] == ["rate-c"]
     time.sleep(0.3)
-    live, gone = publisher.latest_snapshots()
+    live, gone = wire.latest_snapshots()
     assert live == [] and "rate-c" in gone
 
 

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher, message_snapshot
+from gpu_engine.publisher import SnapshotPublisher
+from gpu_engine.wire import STATUS_GROUP, message_snapshot
 from tests.panel_support import SNAP_JOB, busy_tracker, clear_panel_cache
 
 REDIS = ("127.0.0.1", 6379)

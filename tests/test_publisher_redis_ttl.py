@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from gpu_engine.publisher import SnapshotPublisher, latest_snapshots, snapshot_ttl
+from gpu_engine.publisher import SnapshotPublisher
+from gpu_engine.wire import latest_snapshots, snapshot_ttl
 from gpu_engine.tracker import StatusTracker
 from tests.scaleout_support import REDIS_URL, private_redis_prefix, services_up
 

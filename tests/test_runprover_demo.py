@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gpu_engine import queue
-from gpu_engine.demo import DemoFeeder
+from gpu_engine.console.demo import DemoFeeder
 from gpu_engine.models import ProofJob
 
 SHAPES = {

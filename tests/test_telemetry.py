@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from gpu_engine.telemetry import GpuTelemetry, TelemetryPoller
+from gpu_engine.engine.telemetry import GpuTelemetry, TelemetryPoller
 
 KEYS = {"ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w"}
 

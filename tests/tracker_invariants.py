@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gpu_engine.tracker_snapshot import (
+from gpu_engine.vocabulary import (
+    PHASES,
     COUNTER_KEYS,
     GPU_KEYS,
     JOB_STATUSES,
@@ -13,7 +14,6 @@ from gpu_engine.tracker_snapshot import (
     SNAPSHOT_KEYS,
     WORKER_KEYS,
 )
-from gpu_engine.tracker import PHASES
 
 
 class FakeClock:

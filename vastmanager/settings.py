@@ -124,8 +124,11 @@ TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
 HEARTBEAT_SECS = env_float("HEARTBEAT_SECS", 2.0)
 # Lease on a claimed job, renewed by the engine's heartbeat.
 JOB_LEASE_SECS = env_float("JOB_LEASE_SECS", 30.0)
+# Claims of one job before it fails (a job whose engine keeps dying is not retried forever).
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
 # Circuit size multiplier (1 = small CPU default; raise for a GPU).
 CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
+# Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 
 LOGGING = {

@@ -10,22 +10,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gpu_engine.backends.base import Backend
 
+from gpu_engine.backends.errors import GPU_EXTRA_HINT, BackendUnavailable, DeviceError
+
+__all__ = ["BACKEND_NAMES", "GPU_EXTRA_HINT", "BackendUnavailable", "DeviceError", "create_backend", "device_count",
+           "select_backend"]
+
 BACKEND_NAMES = ("auto", "cpu", "cuda")
-GPU_EXTRA_HINT = "install the GPU extra: pip install -e '.[gpu]' (needs the CUDA toolkit and an NVIDIA driver)"
-
-
-class BackendUnavailable(ValueError):
-    """The requested backend cannot run on this machine; the message says why."""
-
-
-class DeviceError(RuntimeError):
-    """A CUDA failure in a backend call. The engine marks the worker `error`, requeues the
-    partition and rebuilds the backend; `out_of_memory` tells a full device from a fault."""
-
-    def __init__(self, message: str, *, out_of_memory: bool = False, gpu_ordinal: int | None = None) -> None:
-        super().__init__(message)
-        self.out_of_memory = out_of_memory
-        self.gpu_ordinal = gpu_ordinal
 
 
 def cuda_unavailable_reason() -> str | None:

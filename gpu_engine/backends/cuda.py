@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_engine.backends import GPU_EXTRA_HINT, BackendUnavailable, DeviceError
+from gpu_engine.backends.errors import GPU_EXTRA_HINT, BackendUnavailable, DeviceError
 from gpu_engine.backends.device_plan import MsmPlan, NttPlan
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
@@ -219,7 +219,8 @@ class CudaBackend:
 
     def _check_thread(self) -> None:
         if threading.get_ident() != self._thread:
-            raise RuntimeError("a CudaBackend is bound to the thread that created it (its CUDA context is current there)")
+            raise RuntimeError("a CudaBackend is bound to the thread that created it "
+                               "(its CUDA context is current there)")
 
     def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
         self._check_thread()

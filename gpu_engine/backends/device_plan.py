@@ -14,6 +14,7 @@ import numpy as np
 
 from gpu_engine.backends import limbs
 from gpu_engine.backends.limbs import R_MOD
+from gpu_engine.groth16.field import COSET_GENERATOR
 
 FR_BYTES = 32
 FP_BYTES = 48
@@ -84,7 +85,7 @@ class NttPlan:
     def _coset_powers(self, log_n: int, inverse: bool) -> Any:
         """g^i for the forward coset NTT; g^-i / n for the inverse (the 1/n folded in)."""
         n = 1 << log_n
-        g = limbs.MULTIPLICATIVE_GENERATOR
+        g = COSET_GENERATOR
         if inverse:
             return self._powers(("coset", log_n, True), pow(g, -1, R_MOD), n, pow(n, -1, R_MOD))
         return self._powers(("coset", log_n, False), g, n)
@@ -140,7 +141,7 @@ class NttPlan:
         for buf in (a, b, c):
             self.transform(buf, log_n, inverse=True, coset=False)
             self.transform(buf, log_n, inverse=False, coset=True)
-        z = (pow(limbs.MULTIPLICATIVE_GENERATOR, n, R_MOD) - 1) % R_MOD
+        z = (pow(COSET_GENERATOR, n, R_MOD) - 1) % R_MOD
         z_inv = self._const(("zinv", log_n), pow(z, -1, R_MOD))
         self.ops.launch("ntt_h_pointwise_kernel", n, a, b, c, z_inv, n)
         self.transform(a, log_n, inverse=True, coset=True)

@@ -12,7 +12,6 @@ import numpy as np
 from py_arkworks_bls12381 import G1Point
 
 from gpu_engine.groth16 import field
-from gpu_engine.groth16.field import COSET_GENERATOR as MULTIPLICATIVE_GENERATOR
 from gpu_engine.groth16.field import R as R_MOD
 
 # The coset generator, the 2-adic root and r come from the Groth16 field module, so the

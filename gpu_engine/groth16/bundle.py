@@ -144,7 +144,8 @@ def parse_bundle(bundle: object) -> tuple[str, str, VerifyingKey, list[tuple[int
         proof = _field(part, "proof", where)
         pw = f"{where}.proof"
         out.append((index, values, Proof(
-            _g1(_field(proof, "a", pw), f"{pw}.a"), _g2(_field(proof, "b", pw), f"{pw}.b"), _g1(_field(proof, "c", pw), f"{pw}.c"),
+            _g1(_field(proof, "a", pw), f"{pw}.a"), _g2(_field(proof, "b", pw), f"{pw}.b"),
+            _g1(_field(proof, "c", pw), f"{pw}.c"),
         )))
     return kind, job_id, vk, out
 

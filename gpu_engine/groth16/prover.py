@@ -76,7 +76,8 @@ class PartitionProof:
 
 def _check(params: Params, witness: Witness) -> None:
     if witness.kind != params.kind or witness.scale != params.scale:
-        raise ValueError(f"witness is for {witness.kind} scale {witness.scale}, params for {params.kind} scale {params.scale}")
+        raise ValueError(f"witness is for {witness.kind} scale {witness.scale}, "
+                         f"params for {params.kind} scale {params.scale}")
     if len(witness.assignment) != params.num_vars or witness.num_constraints != params.num_constraints:
         raise ValueError(
             f"witness shape ({len(witness.assignment)} variables, {witness.num_constraints} constraints) does not "

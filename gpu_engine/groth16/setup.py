@@ -72,7 +72,8 @@ class FixedBase:
         return acc
 
 
-def _mul_all(base: FixedBase, scalars: list[int], step: str, progress: Progress | None, done: list[int], total: int) -> list:
+def _mul_all(base: FixedBase, scalars: list[int], step: str, progress: Progress | None, done: list[int],
+             total: int) -> list:
     identity = base.identity
     mul = base.mul
     out = []

@@ -1,4 +1,4 @@
-"""Formatting filters of the panel; static/statuspanel/panel.js mirrors `duration` for live ticking."""
+"""Template filters of the panel; the formatting itself lives in gpu_engine.formatting."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -6,36 +6,13 @@ from typing import Any
 
 from django import template
 
+from gpu_engine.formatting import duration, human_bytes, ms_duration, worker_label
+
 register = template.Library()
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-@register.filter
-def duration(secs: Any) -> str:
-    """12.3 s, 4m 05s, 2h 03m: compact and stable in width as it grows."""
-    if secs is None or secs == "":
-        return "—"
-    try:
-        value = max(0.0, float(secs))
-    except (TypeError, ValueError):
-        return "—"
-    if value < 60:
-        return f"{value:.1f} s"
-    whole = int(value)
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60:02d}s"
-    return f"{whole // 3600}h {(whole % 3600) // 60:02d}m"
-
-
-@register.filter
-def ms_duration(ms: Any) -> str:
-    if ms is None or ms == "":
-        return "—"
-    try:
-        return duration(float(ms) / 1000.0)
-    except (TypeError, ValueError):
-        return "—"
+# The shared formatting helpers, as template filters.
+for _helper in (duration, human_bytes, ms_duration, worker_label):
+    register.filter(_helper.__name__, _helper)
 
 
 @register.filter
@@ -45,19 +22,6 @@ def ms_to_secs(ms: Any) -> float | str:
         return round(float(ms) / 1000.0, 3)
     except (TypeError, ValueError):
         return ""
-
-
-@register.filter
-def human_bytes(n: Any) -> str:
-    try:
-        value = float(n)
-    except (TypeError, ValueError):
-        return "—"
-    unit = 0
-    while abs(value) >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
-        unit += 1
-    return f"{value:.0f} {_UNITS[unit]}" if unit == 0 else f"{value:.1f} {_UNITS[unit]}"
 
 
 @register.filter
@@ -75,16 +39,6 @@ def unix_iso(ts: Any) -> str:
         return datetime.fromtimestamp(float(ts), tz=timezone.utc).isoformat(timespec="seconds")
     except (TypeError, ValueError, OverflowError, OSError):
         return ""
-
-
-@register.filter
-def worker_label(worker_id: Any) -> str:
-    """`W0` for cuzk's numeric worker ids; an engine's own string ids (`cpu0-w0`) as they are."""
-    if worker_id is None or worker_id == "":
-        return "—"
-    if isinstance(worker_id, int) and not isinstance(worker_id, bool):
-        return f"W{worker_id}"
-    return str(worker_id)
 
 
 @register.filter

@@ -20,9 +20,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from gpu_engine import cli, runtime
-from gpu_engine.engine import Engine
-from gpu_engine.engine_types import EngineConfig
+from gpu_engine import runtime
+from gpu_engine.console import cli
+from gpu_engine.formatting import human_bytes
+from gpu_engine.engine import Engine, EngineConfig
 
 
 class Command(BaseCommand):
@@ -56,11 +57,12 @@ class Command(BaseCommand):
         self._check_migrations()
         try:
             backend, gpus = cli.resolve_devices(opts["backend"], opts["gpus"])
-            from gpu_engine.publisher import validate_engine_id
+            from gpu_engine.wire import validate_engine_id
 
             engine_id = validate_engine_id(opts["engine_id"])
             if not 0 <= opts["drain_secs"] <= threading.TIMEOUT_MAX:  # also refuses nan
-                raise ValueError(f"--drain-secs must be between 0 and {threading.TIMEOUT_MAX:.0f}, got {opts['drain_secs']}")
+                raise ValueError(f"--drain-secs must be between 0 and {threading.TIMEOUT_MAX:.0f}, "
+                                 f"got {opts['drain_secs']}")
             config = EngineConfig(
                 engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
                 synth_workers=opts["synth_workers"], finalizers=opts["finalizers"],
@@ -113,7 +115,7 @@ class Command(BaseCommand):
             f"  synthesis  {cfg.synth_workers} process(es), {cfg.finalizers} finalizer thread(s)",
             "  proving    " + (f"{engine.proving_processes} process(es)" if engine.proving_processes
                                 else "in the engine's threads (--proving-processes 0)"),
-            f"  budget     {cli.human_bytes(cfg.memory_budget)}",
+            f"  budget     {human_bytes(cfg.memory_budget)}",
             f"  params     {cfg.params_dir} (circuit scale {cfg.scale})",
             f"  database   {db['ENGINE'].rsplit('.', 1)[-1]} {db.get('NAME')}",
             "",
@@ -121,7 +123,7 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(lines))
 
     def _run(self, engine: Engine, serve: bool, host: str, port: int, demo: bool) -> None:
-        from gpu_engine.demo import DemoFeeder
+        from gpu_engine.console.demo import DemoFeeder
         from gpu_engine.publisher import SnapshotPublisher
 
         cfg = engine.config

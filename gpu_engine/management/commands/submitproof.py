@@ -23,7 +23,10 @@ class Command(BaseCommand):
         if count < 1 or count > 100_000:
             raise CommandError(f"--count must be between 1 and 100000, got {count}")
         base = opts["job_id"]
-        ids = [None] * count if base is None else ([base] if count == 1 else [f"{base}-{i}" for i in range(1, count + 1)])
+        if base is None:
+            ids = [None] * count
+        else:
+            ids = [base] if count == 1 else [f"{base}-{i}" for i in range(1, count + 1)]
         try:
             queue.validate_kind(opts["kind"])
             for job_id in ids:  # every id before the first is stored: a bad one must not leave a partial batch

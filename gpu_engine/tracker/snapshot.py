@@ -1,7 +1,7 @@
 """Formatting of a StatusTracker snapshot, done outside the tracker's lock.
 
 The tracker copies its state into plain tuples under the lock; this module turns them into the
-JSON document of DESIGN.md ("Snapshot"). Durations of a phase still open are measured against
+JSON document of docs/SNAPSHOT.md. Durations of a phase still open are measured against
 `now`, so they grow from one snapshot to the next; a phase never entered is None.
 """
 from __future__ import annotations
@@ -11,17 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gpu_engine.kinds import kind_label
-
-SNAPSHOT_KEYS = ("engine_id", "seq", "generated_at", "uptime_secs", "backend", "memory", "synthesis",
-                 "pipelines", "gpu_workers", "gpus", "counters")
-PIPELINE_KEYS = ("job_id", "proof_kind", "status", "started_secs_ago", "total_partitions",
-                 "partitions_done", "partitions")
-PARTITION_KEYS = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "error")
-WORKER_KEYS = ("worker_id", "gpu_ordinal", "state", "current_job", "current_partition", "busy_secs")
-GPU_KEYS = ("ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w")
-COUNTER_KEYS = ("total_completed", "total_failed", "completed_by_kind", "failed_by_kind", "queue_depth")
-JOB_STATUSES = ("queued", "running", "done", "failed")
-
+from gpu_engine.vocabulary import FAILED, QUEUED, RUNNING
 
 def _utc_now_iso() -> str:
     return datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="milliseconds").replace(
@@ -41,7 +31,7 @@ def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], in
     append = out.append
     failed = 0
     for index, (state, ss, se, gs, ge, fs, fe, worker_id, error) in enumerate(rows):
-        if state == "failed":
+        if state == FAILED:
             failed += 1
         append({
             "index": index,
@@ -64,7 +54,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
         if finished_at is not None:
             status = outcome
         else:
-            status = "running" if running else "queued"
+            status = RUNNING if running else QUEUED
         pipelines.append({
             "job_id": job_id,
             "proof_kind": kind,

@@ -21,11 +21,10 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from gpu_engine.tracker_records import (  # noqa: F401 - the vocabulary is re-exported here
-    ACTIVE_PHASES, DONE, ERROR, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, PROVING, SYNTH_DONE,
-    SYNTHESIZING, JobRecord, PartitionRecord, TrackerError, WorkerRecord,
-)
-from gpu_engine.tracker_snapshot import format_snapshot
+from gpu_engine.tracker.records import JobRecord, PartitionRecord, TrackerError, WorkerRecord
+from gpu_engine.tracker.snapshot import format_snapshot
+from gpu_engine.vocabulary import (ACTIVE_PHASES, CANCELLED, DONE, ERROR, FAILED, FINALIZING, GPU, GPU_KEYS, IDLE,
+                                   JOB_OUTCOMES, PENDING, PROVING, REQUEUED, SYNTH_DONE, SYNTHESIZING)
 
 if TYPE_CHECKING:
     from gpu_engine.budget import MemoryBudget
@@ -151,12 +150,11 @@ class StatusTracker:
 
     def set_gpus(self, gpus: list[dict[str, Any]]) -> None:
         """The snapshot's `gpus` list (telemetry); each needs an `ordinal`, missing keys are None."""
-        keys = ("ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w")
         rows = []
         for g in gpus:
             if not isinstance(g, dict) or "ordinal" not in g:
                 raise TrackerError(f"each GPU entry must be a dict with an 'ordinal', got {g!r}")
-            row = {k: g.get(k) for k in keys}
+            row = {k: g.get(k) for k in GPU_KEYS}
             row.update(g)
             rows.append(row)
         with self._lock:
@@ -199,7 +197,7 @@ class StatusTracker:
         stay honest: "cancelled" (counted in total_cancelled) or "requeued" (handed back to the
         queue by a stopping engine or a lost lease; counted nowhere, another run will finish it).
         """
-        if outcome not in (None, "cancelled", "requeued"):
+        if outcome is not None and outcome not in JOB_OUTCOMES:
             raise TrackerError(f"unknown outcome {outcome!r}; use 'cancelled' or 'requeued'")
         if outcome is not None and success:
             raise TrackerError(f"a {outcome} job cannot be successful")
@@ -214,10 +212,10 @@ class StatusTracker:
             job.finished_at = now
             job.success = bool(success)
             kind = job.proof_kind
-            job.outcome = outcome or ("done" if success else "failed")
-            if outcome == "cancelled":
+            job.outcome = outcome or (DONE if success else FAILED)
+            if outcome == CANCELLED:
                 self._total_cancelled += 1
-            elif outcome == "requeued":
+            elif outcome == REQUEUED:
                 pass
             elif success:
                 self._total_completed += 1
@@ -407,7 +405,7 @@ class StatusTracker:
                 self._waiters -= 1
 
     def snapshot(self) -> dict[str, Any]:
-        """The DESIGN.md snapshot, JSON-serializable; state is copied under the lock, formatted outside."""
+        """The snapshot (docs/SNAPSHOT.md), JSON-serializable; state is copied under the lock, formatted outside."""
         budget = self._budget
         memory = (budget.total_bytes, budget.used_bytes) if budget is not None else (0, 0)
         with self._lock:

@@ -1,25 +1,11 @@
-"""The tracker's vocabulary and its plain records (slotted: the hot path touches them a lot)."""
+"""The tracker's plain records (slotted: the hot path touches them a lot)."""
 from __future__ import annotations
 
 from collections.abc import Hashable
 
 from gpu_engine.kinds import kind_label
 
-PENDING = "pending"
-SYNTHESIZING = "synthesizing"
-SYNTH_DONE = "synth_done"
-GPU = "gpu"
-FINALIZING = "finalizing"
-DONE = "done"
-FAILED = "failed"
-PHASES = (PENDING, SYNTHESIZING, SYNTH_DONE, GPU, FINALIZING, DONE, FAILED)
-# Phases in which some thread is still working on the partition: a job is not purged while
-# one of its partitions is here, so a late event never meets an unknown job.
-ACTIVE_PHASES = frozenset({SYNTHESIZING, GPU, FINALIZING})
-
-IDLE = "idle"
-PROVING = "proving"
-ERROR = "error"
+from gpu_engine.vocabulary import IDLE, PENDING
 
 
 class TrackerError(ValueError):

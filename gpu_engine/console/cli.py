@@ -9,7 +9,8 @@ from typing import TextIO
 
 from gpu_engine import backends
 from gpu_engine.budget import parse_size
-from gpu_engine.engine_types import EngineStats, JobEvent
+from gpu_engine.engine.state import JobEvent
+from gpu_engine.engine.stats import EngineStats
 
 
 def bind_address(value: str) -> tuple[str, int]:
@@ -76,15 +77,6 @@ def resolve_devices(requested_backend: str, gpus: str | list[int]) -> tuple[str,
     return backend, list(gpus)
 
 
-def human_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.1f} {unit}" if unit != "B" else f"{int(value)} B"
-        value /= 1024
-    return f"{n} B"
-
-
 class ParamsProgress:
     """A one-line progress bar per proof kind while parameters are generated (only when they are)."""
 
@@ -98,7 +90,8 @@ class ParamsProgress:
         now = time.monotonic()
         pct = int(100 * done / total) if total else 100
         finished = step == "done"
-        if not finished and self._last == (kind, pct) or (not self._tty and not finished and now - self._printed_at < 2):
+        throttled = not self._tty and now - self._printed_at < 2
+        if not finished and (self._last == (kind, pct) or throttled):
             return
         self._last, self._printed_at = (kind, pct), now
         filled = self.width * pct // 100

@@ -1,0 +1,1 @@
+"""What the management commands share: argument types, progress lines, the demo job stream."""

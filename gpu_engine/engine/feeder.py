@@ -1,0 +1,141 @@
+"""The feeder: claims jobs from the durable queue and schedules their partitions' synthesis.
+
+It claims only while the pipeline has room (about two partitions waiting per worker), so an
+engine never hoards leases it cannot work on; each partition reserves its memory-budget bytes
+before synthesis and holds them until its settlement.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from django.db import connection
+
+from gpu_engine import queue
+from gpu_engine.engine.config import EngineConfig
+from gpu_engine.engine.ledger import Ledger
+from gpu_engine.engine.pools import BrokenProcessPool, ProcessPool
+from gpu_engine.engine.state import ActiveJob, RunState, Work, WorkQueue
+from gpu_engine.kinds import PROOF_KINDS
+
+log = logging.getLogger("gpu_engine.engine")
+
+
+class Feeder:
+    def __init__(self, config: EngineConfig, ledger: Ledger, work: WorkQueue, run: RunState,
+                 synthesize: Callable[..., Any], part_bytes: dict[str, int], workers: int) -> None:
+        self.config, self.ledger, self.work, self.run = config, ledger, work, run
+        self._synthesize, self._part_bytes, self._workers = synthesize, part_bytes, workers
+        self._claims = itertools.count()
+        self._slots = threading.Semaphore(config.synth_workers)
+        self._inflight = 0
+        self.pool = ProcessPool("synthesis", config.synth_workers)
+
+    def run_loop(self, on_exit: Callable[[], None]) -> None:
+        """Until drained: schedule held partitions, claim more when there is room."""
+        run, ledger = self.run, self.ledger
+        self.pool.start()
+        try:
+            while True:
+                if run.draining.is_set():
+                    if run.past_deadline():
+                        ledger.return_all()
+                    with ledger.lock:
+                        if not ledger.active:
+                            break
+                pick = self._pick()
+                if pick is None:
+                    if run.draining.is_set() or not self._room_for_claim() or not self._claim():
+                        run.wake.wait(self.config.poll_secs if not run.draining.is_set() else 0.05)
+                        run.wake.clear()
+                    continue
+                self._schedule(*pick)
+        except Exception:
+            log.exception("feeder crashed; returning held jobs")
+            ledger.return_all()
+        finally:
+            connection.close()
+            on_exit()
+
+    def _pick(self) -> tuple[ActiveJob, int] | None:
+        with self.ledger.lock:
+            for job in sorted(self.ledger.active.values(), key=lambda j: (-j.priority, j.seq)):
+                index = job.next_partition()
+                if index is not None:
+                    return job, index
+        return None
+
+    def _room_for_claim(self) -> bool:
+        """Claim only while fewer partitions wait for a worker than about two per worker."""
+        with self.ledger.lock:
+            waiting = self.work.qsize() + self._inflight
+        return waiting < 2 * self._workers
+
+    def _claim(self) -> bool:
+        cfg, ledger = self.config, self.ledger
+        try:
+            row = queue.claim_next(cfg.engine_id, cfg.lease_secs)
+        except Exception:  # noqa: BLE001 - a database hiccup delays claims, it must not stop the engine
+            log.exception("claim failed; retrying")
+            connection.close()
+            return False
+        if row is None:
+            return False
+        kind = PROOF_KINDS[row.proof_kind]
+        with ledger.lock:
+            if row.job_id in ledger.active:  # our own stale claim is still settling: let it go first
+                queue.return_job(row.pk, cfg.engine_id)
+                return False
+            job = ActiveJob(row.pk, row.job_id, kind.name, row.priority, next(self._claims), kind.partitions)
+            ledger.active[row.job_id] = job
+            ledger.tracker.register_job(job.job_id, job.kind, job.total)
+        log.debug("claimed %s (%s, attempt %d)", row.job_id, row.proof_kind, row.attempts)
+        return True
+
+    def _schedule(self, job: ActiveJob, index: int) -> None:
+        ledger, budget = self.ledger, self.ledger.budget
+        nbytes = self._part_bytes[job.kind]
+        if not self._slots.acquire(timeout=0.2):
+            return
+        if not budget.acquire(nbytes, timeout=0.2):
+            self._slots.release()
+            return
+        with ledger.lock:
+            if job.next_partition() != index:
+                budget.release(nbytes)
+                self._slots.release()
+                return
+            job.take(index)
+            self._inflight += 1
+            ledger.tracker.partition_synth_start(job.job_id, index)
+        work = Work(job, index, nbytes)
+        try:
+            future = self.pool.submit(self._synthesize, job.kind, job.job_id, index, self.config.scale)
+        except BrokenProcessPool as exc:
+            self._synth_finished(work, exc)
+            return
+        future.add_done_callback(lambda f, w=work: self._synth_finished(w, f))
+
+    def _synth_finished(self, work: Work, result: Future | BaseException) -> None:
+        ledger = self.ledger
+        self._slots.release()
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            witness = result.result()
+        except BaseException as exc:  # noqa: BLE001 - every failure must settle the partition
+            with ledger.lock:
+                self._inflight -= 1
+                ledger.partition_error(work, "synthesis", exc)
+            return
+        job = work.job
+        with ledger.lock:
+            self._inflight -= 1
+            ledger.tracker.partition_synth_end(job.job_id, work.index)
+            if ledger.settle_if_stopped(work):
+                return
+            work.witness, work.synth_ms = witness, float(witness.synth_ms)
+            self.work.put(work)

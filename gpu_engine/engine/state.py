@@ -1,0 +1,127 @@
+"""What the engine's threads share about the jobs it holds: claimed jobs, partitions in flight,
+the GPU work queue and the stop request. Mutated only under the ledger's lock (see ledger.py)."""
+from __future__ import annotations
+
+import itertools
+import queue as stdqueue
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+# Why a claimed job stopped short of `done`; each maps to one database action (see Engine).
+STOP_FAILED = "failed"        # a partition ran out of attempts: the job fails with the error
+STOP_CANCELLED = "cancelled"  # cancelled in the database: nothing to write
+STOP_LOST = "lost"            # the lease is held by someone else now: nothing to write
+STOP_RETURNED = "returned"    # this engine is shutting down: the job goes back to the queue
+
+
+class ActiveJob:
+    """A job this engine holds a lease on; mutated only under the engine's lock."""
+
+    def __init__(self, pk: int, job_id: str, kind: str, priority: int, seq: int, total: int) -> None:
+        self.pk, self.job_id, self.kind = pk, job_id, kind
+        self.priority, self.seq, self.total = priority, seq, total
+        self.started = time.monotonic()
+        self.next_index = 0
+        self.retry: list[int] = []
+        self.outstanding = 0            # partitions scheduled and not yet settled (they hold budget)
+        self.proofs: dict[int, Any] = {}
+        self.attempts: Counter[int] = Counter()
+        self.stop: tuple[str, str] | None = None   # (STOP_*, message)
+        self.finishing = False
+        self.sums: dict[str, float] = defaultdict(float)
+
+    def next_partition(self) -> int | None:
+        if self.stop is not None:
+            return None
+        if self.retry:
+            return self.retry[0]
+        return self.next_index if self.next_index < self.total else None
+
+    def take(self, index: int) -> None:
+        if self.retry and self.retry[0] == index:
+            self.retry.pop(0)
+        else:
+            assert index == self.next_index
+            self.next_index += 1
+        self.outstanding += 1
+
+    def unscheduled(self) -> list[int]:
+        return list(self.retry) + list(range(self.next_index, self.total))
+
+    def timings(self) -> dict[str, Any]:
+        n = max(len(self.proofs), 1)
+        out: dict[str, Any] = {"wall_ms": round((time.monotonic() - self.started) * 1000, 3),
+                               "partitions": len(self.proofs)}
+        for key, total in sorted(self.sums.items()):
+            out[f"total_{key}"] = round(total, 3)
+            out[f"mean_{key}"] = round(total / n, 3)
+        return out
+
+
+class Work:
+    """One scheduled partition travelling through the pipeline."""
+
+    __slots__ = ("job", "index", "nbytes", "witness", "synth_ms", "gpu_ms", "worker_id", "gpu_ordinal")
+
+    def __init__(self, job: ActiveJob, index: int, nbytes: int) -> None:
+        self.job, self.index, self.nbytes = job, index, nbytes
+        self.witness: Any = None
+        self.synth_ms: float | None = None
+        self.gpu_ms: float | None = None
+        self.worker_id = ""
+        self.gpu_ordinal: int | None = None
+
+
+@dataclass
+class JobEvent:
+    job_id: str
+    proof_kind: str
+    success: bool
+    wall_secs: float
+    error: str = ""
+
+
+class WorkQueue:
+    """Synthesized partitions waiting for a GPU worker: higher priority, older claim, lower index first."""
+
+    STOP = object()
+
+    def __init__(self) -> None:
+        self._queue: stdqueue.PriorityQueue = stdqueue.PriorityQueue()
+        self._order = itertools.count()
+
+    def put(self, work: Work) -> None:
+        job = work.job
+        self._queue.put(((-job.priority, job.seq, work.index, next(self._order)), work))
+
+    def get(self) -> Any:
+        """The next Work, or `WorkQueue.STOP` (one per worker, queued after all real work)."""
+        return self._queue.get()[1]
+
+    def stop_workers(self, count: int) -> None:
+        for _ in range(count):
+            self._queue.put(((float("inf"), next(self._order)), self.STOP))
+
+    def qsize(self) -> int:
+        return self._queue.qsize()
+
+
+class RunState:
+    """The engine's stop request, shared by every thread: draining, its deadline, and stopped."""
+
+    def __init__(self) -> None:
+        self.draining = threading.Event()
+        self.stopped = threading.Event()
+        self.wake = threading.Event()     # the feeder's wake-up: a claim may be possible now
+        self.deadline = float("inf")
+
+    def request_stop(self, drain_secs: float) -> None:
+        self.deadline = min(self.deadline, time.monotonic() + drain_secs)
+        self.draining.set()
+        self.wake.set()
+
+    def past_deadline(self) -> bool:
+        return self.draining.is_set() and time.monotonic() >= self.deadline

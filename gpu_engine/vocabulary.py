@@ -1,0 +1,48 @@
+"""The words the engine, the panel, the admin, the console and the tests share, defined once.
+
+Everything here is part of the snapshot contract (docs/SNAPSHOT.md): partition phases, worker
+states, the live status of a pipeline, and the keys of each snapshot section. Import them; never
+spell them again.
+"""
+from __future__ import annotations
+
+# ---- partition phases (tracker, waterfall cells) ---------------------------------------------
+PENDING = "pending"
+SYNTHESIZING = "synthesizing"
+SYNTH_DONE = "synth_done"
+GPU = "gpu"
+FINALIZING = "finalizing"
+DONE = "done"
+FAILED = "failed"
+PHASES = (PENDING, SYNTHESIZING, SYNTH_DONE, GPU, FINALIZING, DONE, FAILED)
+# Phases in which some thread is still working on the partition: a job is not purged while
+# one of its partitions is here, so a late event never meets an unknown job.
+ACTIVE_PHASES = frozenset({SYNTHESIZING, GPU, FINALIZING})
+
+# ---- GPU worker states --------------------------------------------------------------------------
+IDLE = "idle"
+PROVING = "proving"
+ERROR = "error"
+WORKER_STATES = (IDLE, PROVING, ERROR)
+
+# ---- a pipeline's live status (snapshot `pipelines[].status`) --------------------------------
+QUEUED = "queued"
+RUNNING = "running"
+CANCELLED = "cancelled"
+REQUEUED = "requeued"   # a stopping engine or a lost lease handed the job back
+JOB_STATUSES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED, REQUEUED)
+# job_completed(outcome=...): how a job that did not succeed ended, when it is not a failure.
+JOB_OUTCOMES = (CANCELLED, REQUEUED)
+
+# ---- snapshot keys (the documented ones; producers may add more, readers ignore the rest) -----
+SNAPSHOT_KEYS = ("engine_id", "seq", "generated_at", "uptime_secs", "backend", "memory", "synthesis",
+                 "pipelines", "gpu_workers", "gpus", "counters")
+MEMORY_KEYS = ("total_bytes", "used_bytes", "available_bytes")
+PIPELINE_KEYS = ("job_id", "proof_kind", "proof_label", "status", "started_secs_ago", "finished_secs_ago",
+                 "total_partitions", "partitions_done", "partitions_failed", "partitions")
+PARTITION_KEYS = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "error")
+WORKER_KEYS = ("worker_id", "gpu_ordinal", "state", "current_job", "current_partition", "current_proof_kind",
+               "current_proof_label", "busy_secs", "error")
+GPU_KEYS = ("ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w")
+COUNTER_KEYS = ("total_completed", "total_failed", "total_cancelled", "completed_by_kind", "failed_by_kind",
+                "queue_depth")
