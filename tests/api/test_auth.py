@@ -9,13 +9,7 @@ from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 
 from statuspanel import auth
-
-TOKEN = "test-token-auth"
-
-
-@pytest.fixture(autouse=True)
-def _token(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
+from tests.credentials import TOKEN
 
 
 @pytest.mark.django_db

@@ -7,14 +7,7 @@ import pytest
 
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import ProofJob
-
-TOKEN = "test-token-bad-input"
-AUTH = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture(autouse=True)
-def _token(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
+from tests.credentials import AUTH
 
 
 def post_raw(client, raw: str | bytes, path: str = "/api/jobs"):

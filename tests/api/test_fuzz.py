@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import JobStatus, ProofJob
+from tests.credentials import AUTH, TOKEN
 
-TOKEN = "test-token-fuzz-api"
-AUTH = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
 DOCUMENTED_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
 FUZZ = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -32,11 +31,6 @@ json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=
 odd_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 wrong_for_string = st.none() | st.booleans() | st.integers() | st.floats() | st.lists(st.integers(), max_size=3) \
     | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
-
-
-@pytest.fixture(autouse=True)
-def _token(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
 
 
 def assert_answered(response, *, json_error: bool = True) -> None:

@@ -6,14 +6,7 @@ from django.utils import timezone
 
 from gpu_engine import queue
 from gpu_engine.models import PartitionRun, ProofJob
-
-TOKEN = "test-token-jobs"
-AUTH = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture(autouse=True)
-def _token(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
+from tests.credentials import AUTH
 
 
 @pytest.mark.django_db

@@ -8,16 +8,10 @@ import pytest
 from gpu_engine import runtime
 from gpu_engine.budget import MemoryBudget
 from gpu_engine.tracker import StatusTracker
+from tests.credentials import AUTH
 from tests.tracker.invariants import check_invariants
 
 LONG_ID = "job-" + "y" * 92 + "-end"
-TOKEN = "status-api-test-token"
-AUTH = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture(autouse=True)
-def api_token(settings) -> None:
-    settings.VASTMANAGER_TOKEN = TOKEN
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Shared by the GPU tests: skip without a device, one CudaBackend per test module."""
+"""Plain helpers of the GPU tests (the backend itself is the `cuda` fixture): the skip marks, inputs."""
 from __future__ import annotations
 
 import random
@@ -14,15 +14,6 @@ requires_gpu = [
     pytest.mark.gpu,
     pytest.mark.skipif(NO_GPU_REASON is not None, reason=f"no CUDA device: {NO_GPU_REASON}"),
 ]
-
-
-def cuda_backend_fixture():
-    """A module-scoped fixture body: the backend lives in the test thread, closed at the end."""
-    from gpu_engine.backends.cuda import CudaBackend
-
-    backend = CudaBackend(0)
-    yield backend
-    backend.close()
 
 
 def random_points(n: int, rng: random.Random) -> list[G1Point]:

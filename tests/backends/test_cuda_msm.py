@@ -9,12 +9,10 @@ from py_arkworks_bls12381 import G1Point
 
 from gpu_engine.backends.device_plan import MsmPlan
 from gpu_engine.groth16.field import R
-from tests.backends.helpers import cuda_backend_fixture, expected_msm, random_points, requires_gpu
+from tests.backends.helpers import expected_msm, random_points, requires_gpu
 
 pytestmark = requires_gpu
 RNG = random.Random(71)
-
-cuda = pytest.fixture(scope="module")(cuda_backend_fixture)
 
 
 @pytest.mark.parametrize("log_n", [4, 8, 12, 16])

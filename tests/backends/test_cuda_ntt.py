@@ -7,13 +7,11 @@ import pytest
 
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.groth16.field import R
-from tests.backends.helpers import cuda_backend_fixture, requires_gpu
+from tests.backends.helpers import requires_gpu
 
 pytestmark = requires_gpu
 RNG = random.Random(61)
 CPU = CpuBackend()
-
-cuda = pytest.fixture(scope="module")(cuda_backend_fixture)
 
 
 def _vec(n: int) -> list[int]:

@@ -5,14 +5,14 @@ import pytest
 
 from gpu_engine import queue
 from gpu_engine.models import PartitionRun, ProofJob
-from tests.engine.helpers import make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import running, wait_for
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cancel_mid_proof_releases_everything(tmp_path_factory):
+def test_cancel_mid_proof_releases_everything(make_engine):
     queue.submit_job("snap-update", "cancel-me")
     queue.submit_job("window-post", "after-cancel")
-    engine = make_engine(shared_params_dir(tmp_path_factory), finalize_delay_secs=0.05)
+    engine = make_engine(finalize_delay_secs=0.05)
     with running(engine):
         wait_for(lambda: PartitionRun.objects.filter(job__job_id="cancel-me", state="done").count() >= 2)
         queue.cancel_job("cancel-me")

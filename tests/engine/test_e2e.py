@@ -7,13 +7,13 @@ from gpu_engine import queue
 from gpu_engine.groth16.api import verify_bundle
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import EngineHost, PartitionRun, ProofJob
-from tests.engine.helpers import all_final, make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import all_final, running, wait_for
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_kind_is_proved_verified_and_recorded(tmp_path_factory):
+def test_every_kind_is_proved_verified_and_recorded(make_engine):
     job_ids = [queue.submit_job(kind, f"e2e-{kind}")[0].job_id for kind in PROOF_KINDS]
-    engine = make_engine(shared_params_dir(tmp_path_factory))
+    engine = make_engine()
     events = []
     engine.add_listener(events.append)
     with running(engine):
@@ -45,13 +45,12 @@ def test_every_kind_is_proved_verified_and_recorded(tmp_path_factory):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_budget_of_one_partition_still_proves(tmp_path_factory):
-    params_dir = shared_params_dir(tmp_path_factory)
-    probe = make_engine(params_dir)
+def test_budget_of_one_partition_still_proves(make_engine):
+    probe = make_engine()
     probe.prepare()
     one = max(probe.part_bytes.values())
     queue.submit_job("porep-c2", "tight-budget")
-    engine = make_engine(params_dir, memory_budget=one)
+    engine = make_engine(memory_budget=one)
     peak = []
     with running(engine):
         wait_for(lambda: (peak.append(engine.budget.used_bytes) or all_final(["tight-budget"])), timeout=120)

@@ -9,7 +9,7 @@ import pytest
 from gpu_engine import backends, queue
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.models import PartitionRun, ProofJob
-from tests.engine.helpers import all_final, make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import all_final, running, wait_for
 
 
 class FlakyBackend(CpuBackend):
@@ -41,10 +41,10 @@ def flaky(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_device_error_retries_partition_and_rebuilds_backend(tmp_path_factory, flaky):
+def test_device_error_retries_partition_and_rebuilds_backend(make_engine, flaky):
     FlakyBackend.failures, FlakyBackend.error = 1, backends.DeviceError
     queue.submit_job("window-post", "flaky-device")
-    engine = make_engine(shared_params_dir(tmp_path_factory), workers_per_device=1)
+    engine = make_engine(workers_per_device=1)
     with running(engine):
         wait_for(lambda: all_final(["flaky-device"]))
         engine.history.flush(10)
@@ -59,10 +59,10 @@ def test_device_error_retries_partition_and_rebuilds_backend(tmp_path_factory, f
 
 
 @pytest.mark.django_db(transaction=True)
-def test_persistent_failure_fails_the_job_with_its_error(tmp_path_factory, flaky):
+def test_persistent_failure_fails_the_job_with_its_error(make_engine, flaky):
     FlakyBackend.failures, FlakyBackend.error = 10**6, ValueError
     queue.submit_job("winning-post", "always-fails")
-    engine = make_engine(shared_params_dir(tmp_path_factory), partition_attempts=3)
+    engine = make_engine(partition_attempts=3)
     events = []
     engine.add_listener(events.append)
     with running(engine):

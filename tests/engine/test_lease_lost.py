@@ -5,13 +5,13 @@ import pytest
 
 from gpu_engine import queue
 from gpu_engine.models import PartitionRun, ProofJob
-from tests.engine.helpers import make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import running, wait_for
 
 
 @pytest.mark.django_db(transaction=True)
-def test_taken_over_job_is_dropped_without_a_write(tmp_path_factory):
+def test_taken_over_job_is_dropped_without_a_write(make_engine):
     queue.submit_job("snap-update", "taken-over")
-    engine = make_engine(shared_params_dir(tmp_path_factory), finalize_delay_secs=0.05)
+    engine = make_engine(finalize_delay_secs=0.05)
     events = []
     engine.add_listener(events.append)
     with running(engine):

@@ -10,7 +10,7 @@ import pytest
 
 from gpu_engine import queue
 from gpu_engine.models import PartitionRun, ProofJob
-from tests.engine.helpers import all_final, make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import all_final, running, wait_for
 
 
 def kill_children_while_busy(engine, job_id: str, timeout: float = 60.0) -> int:
@@ -36,10 +36,9 @@ def kill_children_while_busy(engine, job_id: str, timeout: float = 60.0) -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_killed_proving_process_retries_the_partition(tmp_path_factory):
+def test_killed_proving_process_retries_the_partition(make_engine):
     queue.submit_job("porep-c2", "pool-killed")
-    engine = make_engine(shared_params_dir(tmp_path_factory), workers_per_device=2, finalizers=1,
-                         partition_attempts=5)
+    engine = make_engine(workers_per_device=2, finalizers=1, partition_attempts=5)
     with running(engine):
         kills = kill_children_while_busy(engine, "pool-killed")
         wait_for(lambda: all_final(["pool-killed"]), timeout=120)

@@ -10,11 +10,10 @@ from gpu_engine import queue
 from gpu_engine.groth16 import api
 from gpu_engine.models import ProofJob
 from gpu_engine.proving_pool import ParamsRef, ProvingPool, default_size
-from tests.engine.helpers import all_final, make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import all_final, running, wait_for
 
 
-def test_pool_proves_a_partition_in_a_child_process(tmp_path_factory):
-    params_dir = shared_params_dir(tmp_path_factory)
+def test_pool_proves_a_partition_in_a_child_process(params_dir):
     params = api.load_params("winning-post", params_dir)  # the parent generates; the child only reads
     ref = ParamsRef.of("winning-post", 1, params_dir)
     witness = api.synthesize_partition("winning-post", "pool-unit", 0)
@@ -33,9 +32,9 @@ def test_pool_proves_a_partition_in_a_child_process(tmp_path_factory):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_engine_runs_device_and_finalize_in_the_pool(tmp_path_factory):
+def test_engine_runs_device_and_finalize_in_the_pool(make_engine):
     queue.submit_job("window-post", "pooled")
-    engine = make_engine(shared_params_dir(tmp_path_factory), workers_per_device=2, finalizers=1)
+    engine = make_engine(workers_per_device=2, finalizers=1)
     assert engine.proving_processes == default_size("cpu", 2, 1) >= 1
     with running(engine):
         wait_for(lambda: all_final(["pooled"]), timeout=60)
@@ -46,9 +45,9 @@ def test_engine_runs_device_and_finalize_in_the_pool(tmp_path_factory):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_zero_proving_processes_proves_in_the_engine_threads(tmp_path_factory):
+def test_zero_proving_processes_proves_in_the_engine_threads(make_engine):
     queue.submit_job("winning-post", "in-thread")
-    engine = make_engine(shared_params_dir(tmp_path_factory), proving_processes=0)
+    engine = make_engine(proving_processes=0)
     with running(engine):
         wait_for(lambda: all_final(["in-thread"]), timeout=60)
     assert ProofJob.objects.get(job_id="in-thread").status == "done"

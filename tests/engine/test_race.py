@@ -12,7 +12,7 @@ import pytest
 
 from gpu_engine import queue
 from gpu_engine.models import ProofJob
-from tests.engine.helpers import all_final, make_engine, running, shared_params_dir, wait_for
+from tests.engine.helpers import all_final, running, wait_for
 
 
 def check(snapshot: dict, overlaps: list[int]) -> None:
@@ -35,10 +35,9 @@ def check(snapshot: dict, overlaps: list[int]) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_worker_shown_proving_while_its_previous_partition_finalizes(tmp_path_factory):
+def test_worker_shown_proving_while_its_previous_partition_finalizes(make_engine):
     job_ids = [queue.submit_job("porep-c2", f"race-{i}")[0].job_id for i in range(2)]
-    engine = make_engine(shared_params_dir(tmp_path_factory), workers_per_device=2, finalizers=1,
-                         finalize_delay_secs=0.4)
+    engine = make_engine(workers_per_device=2, finalizers=1, finalize_delay_secs=0.4)
     samples, overlaps, errors = [0], [], []
     stop = threading.Event()
 

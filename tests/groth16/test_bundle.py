@@ -12,11 +12,10 @@ from py_ecc.optimized_bls12_381 import b2 as B2
 from py_ecc.optimized_bls12_381.optimized_pairing import pairing
 
 from gpu_engine.groth16 import api
-from tests.groth16.helpers import prove_one
 
 
 @pytest.fixture(scope="module")
-def bundle() -> dict:
+def bundle(prove_one) -> dict:
     params, pp = prove_one("window-post", job_id="wp-bundle")
     return json.loads(json.dumps(api.make_bundle("window-post", "wp-bundle", params.vk, [pp])))
 

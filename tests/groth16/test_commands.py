@@ -11,17 +11,16 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.groth16.helpers import shared_params_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def bundle_file(tmp_path_factory) -> Path:
+def bundle_file(tmp_path_factory, params_dir) -> Path:
     out = tmp_path_factory.mktemp("bundles") / "wp.json"
     stdout = StringIO()
     call_command("proveonce", "--kind", "winning-post", "--job-id", "ps-winning-post-1000-42-7",
-                 "--out", str(out), "--params-dir", str(shared_params_dir()), stdout=stdout)
+                 "--out", str(out), "--params-dir", str(params_dir), stdout=stdout)
     assert "proved and verified" in stdout.getvalue()
     return out
 

@@ -24,11 +24,6 @@ def _expected(points, scalars) -> G1Point:
     return G1Point.multiexp_unchecked(points, [Scalar(s) for s in scalars])
 
 
-@pytest.fixture(scope="module")
-def emu() -> EmulatedBackend:
-    return EmulatedBackend()
-
-
 @pytest.mark.parametrize("n", [1, 2, 7, 16, 100])
 def test_random_msm_matches_arkworks(emu, n):
     pts, sc = _points(n), [RNG.randrange(R_MOD) for _ in range(n)]

@@ -7,18 +7,12 @@ import random
 import pytest
 
 from gpu_engine.backends.cpu import CpuBackend
-from gpu_engine.backends.emulation import EmulatedBackend
 from gpu_engine.groth16 import field
 
 pytestmark = pytest.mark.emulation
 
 RNG = random.Random(31)
 CPU = CpuBackend()
-
-
-@pytest.fixture(scope="module")
-def emu() -> EmulatedBackend:
-    return EmulatedBackend()
 
 
 def _vec(n: int) -> list[int]:

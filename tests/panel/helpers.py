@@ -11,7 +11,6 @@ from gpu_engine import publisher
 from gpu_engine.tracker import StatusTracker
 
 ORIGIN = (b"origin", b"http://localhost")
-TOKEN = "panel-test-token"
 FIXTURE = Path("/work/shared/fixtures/cuzk-status-snapdeals.json")
 FIXTURE_FALLBACK = Path(__file__).resolve().parents[3] / "shared/fixtures/cuzk-status-snapdeals.json"
 SNAP_JOB = "ps-snap-1000-42-7"

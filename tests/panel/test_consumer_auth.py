@@ -8,15 +8,10 @@ from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tests.panel.helpers import ORIGIN, TOKEN, build_app, clear_panel_cache
+from tests.credentials import TOKEN
+from tests.panel.helpers import ORIGIN, build_app
 
-
-@pytest.fixture(autouse=True)
-def _token(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
-    clear_panel_cache()
-    yield
-    clear_panel_cache()
+pytestmark = pytest.mark.usefixtures("api_token", "clean_panel_cache")
 
 
 async def _connect(path: str, headers: list[tuple[bytes, bytes]]):

@@ -7,15 +7,11 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from statuspanel.consumers import MAX_CLIENT_MESSAGE
-from tests.panel.helpers import ORIGIN, TOKEN, build_app, clear_panel_cache
+from tests.credentials import TOKEN
+from tests.panel.helpers import ORIGIN, build_app
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _env(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
-    clear_panel_cache()
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("api_token", "clean_panel_cache")]
 
 
 async def _open():

@@ -11,19 +11,11 @@ from channels.testing import WebsocketCommunicator
 from gpu_engine import publisher
 from gpu_engine.publisher import SnapshotPublisher
 from statuspanel import rendering
-from tests.panel.helpers import ORIGIN, SNAP_JOB, TOKEN, build_app, busy_tracker, clear_panel_cache
+from tests.credentials import TOKEN
+from tests.panel.helpers import ORIGIN, SNAP_JOB, build_app, busy_tracker
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _env(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
-    clear_panel_cache()
-    rendering.html_cache.clear()
-    rendering.frame_cache.clear()
-    yield
-    clear_panel_cache()
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("api_token", "clean_panel_cache", "fresh_render_caches")]
 
 
 async def _open(query: str = ""):

@@ -14,9 +14,10 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from statuspanel.consumers import CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, MAX_CLIENT_MESSAGE
-from tests.panel.helpers import ORIGIN, TOKEN, build_app, clear_panel_cache
+from tests.credentials import TOKEN
+from tests.panel.helpers import ORIGIN, build_app
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("api_token", "clean_panel_cache")]
 FUZZ = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 FEW = settings(FUZZ, max_examples=20)
@@ -39,12 +40,6 @@ text_frames = (
 )
 binary_frames = st.binary(max_size=200) | st.integers(MAX_CLIENT_MESSAGE - 4, MAX_CLIENT_MESSAGE + 4).map(
     lambda n: b"\x00" * n) | typed_messages.map(lambda m: json.dumps(m).encode())
-
-
-@pytest.fixture(autouse=True)
-def _env(settings):
-    settings.VASTMANAGER_TOKEN = TOKEN
-    clear_panel_cache()
 
 
 async def _open(query: str = f"token={TOKEN}") -> WebsocketCommunicator:

@@ -12,7 +12,9 @@ from django.utils import timezone
 from gpu_engine import publisher, runtime
 from gpu_engine.models import JobStatus, ProofJob
 from gpu_engine.publisher import SnapshotPublisher
-from tests.panel.helpers import SNAP_JOB, busy_tracker, clear_panel_cache
+from tests.panel.helpers import SNAP_JOB, busy_tracker
+
+pytestmark = pytest.mark.usefixtures("clean_panel_cache")
 
 
 class NullLayer:
@@ -21,10 +23,8 @@ class NullLayer:
 
 
 @pytest.fixture(autouse=True)
-def _clean():
-    clear_panel_cache()
+def _no_local_engine_after():
     yield
-    clear_panel_cache()
     runtime.set_local_tracker(None, None)
 
 

@@ -9,14 +9,10 @@ from django.core.cache import cache
 
 from gpu_engine import publisher
 from gpu_engine.publisher import STATUS_GROUP, SnapshotPublisher, message_snapshot
-from tests.panel.helpers import SNAP_JOB, busy_tracker, clear_panel_cache
+from tests.panel.helpers import SNAP_JOB, busy_tracker
 
 
-@pytest.fixture(autouse=True)
-def _clean_cache():
-    clear_panel_cache()
-    yield
-    clear_panel_cache()
+pytestmark = pytest.mark.usefixtures("clean_panel_cache")
 
 
 async def _receive(layer, channel, timeout=3.0):

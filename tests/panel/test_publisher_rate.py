@@ -10,7 +10,8 @@ from django.core.cache import cache
 from gpu_engine import publisher
 from gpu_engine.publisher import SnapshotPublisher, message_snapshot
 from gpu_engine.tracker import StatusTracker
-from tests.panel.helpers import clear_panel_cache
+
+pytestmark = pytest.mark.usefixtures("clean_panel_cache")
 
 
 class Recorder:
@@ -23,13 +24,6 @@ class Recorder:
     async def group_send(self, group: str, message: dict) -> None:
         with self.lock:
             self.messages.append(message)
-
-
-@pytest.fixture(autouse=True)
-def _clean_cache():
-    clear_panel_cache()
-    yield
-    clear_panel_cache()
 
 
 def test_burst_is_coalesced_and_latest_wins():

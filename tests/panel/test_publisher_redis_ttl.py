@@ -12,7 +12,7 @@ import pytest
 
 from gpu_engine.publisher import SnapshotPublisher, latest_snapshots, snapshot_ttl
 from gpu_engine.tracker import StatusTracker
-from tests.scaleout.cluster import REDIS_URL, private_redis_prefix, services_up
+from tests.services import REDIS_URL, private_redis_prefix, services_up
 
 
 class NullLayer:

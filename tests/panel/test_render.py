@@ -11,9 +11,7 @@ from statuspanel.rendering import engine_context, render_engine
 from tests.panel.helpers import SNAP_JOB, busy_tracker, cuzk_fixture
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    rendering.html_cache.clear()
+pytestmark = pytest.mark.usefixtures("fresh_render_caches")
 
 
 def _cell(markup: str, index: int) -> str:

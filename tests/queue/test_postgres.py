@@ -15,8 +15,6 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from tests.services import PG_SERVER as SERVER  # noqa: E402
-from tests.services import private_database  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = 60
@@ -44,16 +42,6 @@ CLAIMER = textwrap.dedent(
     print("\\n".join(out))
     """
 )
-
-
-@pytest.fixture
-def pg_url():
-    try:
-        psycopg.connect(f"{SERVER}/postgres", connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL server: {exc}")
-    with private_database("vastmanager_test") as url:
-        yield url
 
 
 def test_concurrent_claimers_never_share_a_job(pg_url, tmp_path):

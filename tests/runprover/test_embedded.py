@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,8 @@ import pytest
 import websockets
 
 from gpu_engine.groth16.api import verify_bundle
-from tests.engine.helpers import shared_params_dir
-from tests.runprover.helpers import ROOT, Site, wait_until
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.process_support import free_port
+from tests.runprover.helpers import ROOT, wait_until
 
 
 def call(base: str, path: str, body: dict | None = None, token: str = "site-token") -> tuple[int, dict]:
@@ -47,8 +40,7 @@ async def snapshots_until(url: str, origin: str, predicate, timeout: float = 60)
 
 
 @pytest.mark.slow
-def test_serves_api_and_live_status_while_proving(tmp_path, tmp_path_factory):
-    site = Site(tmp_path, shared_params_dir(tmp_path_factory))
+def test_serves_api_and_live_status_while_proving(site, tmp_path):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = open(tmp_path / "serve.log", "w")

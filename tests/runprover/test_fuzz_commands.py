@@ -22,7 +22,6 @@ from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.management.commands.runprover import Command as RunProver
 from gpu_engine.models import ProofJob
 from gpu_engine.publisher import validate_engine_id
-from tests.groth16.helpers import shared_params_dir
 from tests.runprover.helpers import ROOT, Site
 
 FUZZ = settings(max_examples=100, deadline=None,
@@ -70,10 +69,10 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bundle_text(tmp_path_factory) -> str:
+def bundle_text(tmp_path_factory, params_dir) -> str:
     out = tmp_path_factory.mktemp("fuzz-bundle") / "wp.json"
     code, _ = run("proveonce", "--kind", "winning-post", "--job-id", "fuzz-wp-1", "--out", str(out),
-                  "--params-dir", str(shared_params_dir()))
+                  "--params-dir", str(params_dir))
     assert code == 0
     return out.read_text()
 
@@ -250,9 +249,9 @@ def _bad_place(tmp: Path, choice: str) -> str:
 @FEW
 @given(which=st.sampled_from(["kind", "scale", "out", "params-dir"]), kind=arg_text.filter(lambda k: k not in PROOF_KINDS),
        scale=bad_scale, place=st.sampled_from(["file", "under-file", "proc", "empty", "dir", "missing-parent"]))
-def test_proveonce_bad_flag_fails_before_proving(tmp_path, which, kind, scale, place):
+def test_proveonce_bad_flag_fails_before_proving(tmp_path, params_dir, which, kind, scale, place):
     out = tmp_path / "out.json"
-    args = {"--kind": "winning-post", "--out": str(out), "--params-dir": str(shared_params_dir())}
+    args = {"--kind": "winning-post", "--out": str(out), "--params-dir": str(params_dir)}
     if which == "kind":
         args["--kind"] = kind
     elif which == "scale":
@@ -271,8 +270,8 @@ def test_proveonce_bad_flag_fails_before_proving(tmp_path, which, kind, scale, p
 @FEW
 @given(which=st.sampled_from(["kind", "scale", "params-dir"]), kind=arg_text.filter(lambda k: k not in PROOF_KINDS),
        scale=bad_scale, place=st.sampled_from(["file", "under-file", "proc"]))
-def test_genparams_bad_flag_is_refused(tmp_path, which, kind, scale, place):
-    args = {"--kind": "winning-post", "--params-dir": str(shared_params_dir())}
+def test_genparams_bad_flag_is_refused(tmp_path, params_dir, which, kind, scale, place):
+    args = {"--kind": "winning-post", "--params-dir": str(params_dir)}
     if which == "kind":
         args["--kind"] = kind
     elif which == "scale":

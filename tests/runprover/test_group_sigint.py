@@ -10,7 +10,6 @@ import sys
 import psutil
 import pytest
 
-from tests.engine.helpers import shared_params_dir
 from tests.runprover.helpers import ROOT, Site, wait_until
 
 
@@ -22,8 +21,7 @@ def start_in_own_group(site: Site, *args: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_group_sigint_drains_the_held_job_through_the_pool(tmp_path, tmp_path_factory):
-    site = Site(tmp_path, shared_params_dir(tmp_path_factory))
+def test_group_sigint_drains_the_held_job_through_the_pool(site):
     site.manage("submitproof", "--kind", "porep-c2", "--job-id", "ctrl-c")
     proc = start_in_own_group(site, "--engine-id", "engine-c")
     try:
@@ -40,8 +38,7 @@ def test_group_sigint_drains_the_held_job_through_the_pool(tmp_path, tmp_path_fa
 
 
 @pytest.mark.slow
-def test_pool_children_exit_with_a_killed_engine(tmp_path, tmp_path_factory):
-    site = Site(tmp_path, shared_params_dir(tmp_path_factory))
+def test_pool_children_exit_with_a_killed_engine(site):
     site.manage("submitproof", "--kind", "porep-c2", "--job-id", "orphans")
     proc = start_in_own_group(site, "--engine-id", "engine-k")
     try:

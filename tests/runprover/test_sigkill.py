@@ -8,13 +8,11 @@ import signal
 import pytest
 
 from gpu_engine.groth16.api import verify_bundle
-from tests.engine.helpers import shared_params_dir
-from tests.runprover.helpers import Site, wait_until
+from tests.runprover.helpers import wait_until
 
 
 @pytest.mark.slow
-def test_job_of_killed_engine_is_proved_by_the_next(tmp_path, tmp_path_factory):
-    site = Site(tmp_path, shared_params_dir(tmp_path_factory))
+def test_job_of_killed_engine_is_proved_by_the_next(site):
     site.manage("submitproof", "--kind", "porep-c2", "--job-id", "killed-porep")
     site.manage("submitproof", "--kind", "window-post", "--job-id", "killed-wd")
     first = site.start("--engine-id", "engine-a", log_name="a.log")

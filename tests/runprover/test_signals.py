@@ -6,13 +6,7 @@ import time
 
 import pytest
 
-from tests.engine.helpers import shared_params_dir
 from tests.runprover.helpers import Site, wait_until
-
-
-@pytest.fixture
-def site(tmp_path, tmp_path_factory):
-    return Site(tmp_path, shared_params_dir(tmp_path_factory))
 
 
 def running_job(site: Site) -> str:

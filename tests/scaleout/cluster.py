@@ -7,7 +7,6 @@ import asyncio
 import http.cookiejar
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -19,60 +18,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from tests.services import PG_SERVER
-from tests.services import private_database as pg_private_database
 from tests.process_support import free_port, stop_now, wait_http
+from tests.services import REDIS_URL
+from tests.services import private_database as pg_private_database
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def services_up() -> str | None:
-    """None when PostgreSQL and Redis answer, else why not."""
-    import psycopg
-    import redis
-
-    try:
-        psycopg.connect(f"{PG_SERVER}/postgres", connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        return f"no PostgreSQL at {PG_SERVER}: {exc}"
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        return f"no Redis at {REDIS_URL}: {exc}"
-    return None
 
 
 @contextmanager
 def private_database() -> Iterator[str]:
     with pg_private_database("vm_scaleout") as url:
         yield url
-
-
-@contextmanager
-def private_redis_prefix() -> Iterator[str]:
-    """A key prefix nobody else uses; every key under it is deleted at the end."""
-    import redis
-
-    prefix = f"vm-test-{secrets.token_hex(6)}"
-    try:
-        yield prefix
-    finally:
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(match=f"{prefix}*", count=500))
-        if keys:
-            client.delete(*keys)
-        client.close()
-
-
-def redis_keys(prefix: str) -> list[bytes]:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        return list(client.scan_iter(match=f"{prefix}*", count=500))
-    finally:
-        client.close()
 
 
 class Cluster:

@@ -12,11 +12,8 @@ import pytest
 
 from gpu_engine.groth16.api import load_params, make_bundle, verify_bundle
 from gpu_engine.kinds import PROOF_KINDS
-from tests.engine.helpers import shared_params_dir
-from tests.scaleout.cluster import (
-    Cluster, FrameStream, connect_snapshots, private_database, private_redis_prefix, redis_keys, services_up,
-    wait_until,
-)
+from tests.scaleout.cluster import Cluster, FrameStream, connect_snapshots, private_database, wait_until
+from tests.services import private_redis_prefix, redis_keys
 
 pytestmark = pytest.mark.slow
 
@@ -121,11 +118,7 @@ def _scenario(cluster: Cluster, params_dir) -> None:
     assert 'data-offline-engine-id="host-b"' in page, "the panel does not report host-b as offline"
 
 
-def test_two_hosts_and_a_dashboard_over_postgres_and_redis(tmp_path, tmp_path_factory):
-    reason = services_up()
-    if reason:
-        pytest.skip(reason)
-    params_dir = shared_params_dir(tmp_path_factory)
+def test_two_hosts_and_a_dashboard_over_postgres_and_redis(services, tmp_path, params_dir):
     with private_database() as database_url, private_redis_prefix() as prefix:
         cluster = Cluster(tmp_path, database_url, prefix, params_dir, secrets.token_urlsafe(24), **SETTINGS)
         try:

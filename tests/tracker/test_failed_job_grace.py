@@ -5,8 +5,7 @@ from gpu_engine.tracker import StatusTracker
 from tests.tracker.invariants import FakeClock, check_invariants
 
 
-def test_failed_job_is_counted_then_cleared_after_grace() -> None:
-    clock = FakeClock()
+def test_failed_job_is_counted_then_cleared_after_grace(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock, grace_secs=30.0)
     t.register_job("job-bad", "snap-update", 16)
     t.partition_failed("job-bad", 5, "synthesis crashed")
@@ -30,8 +29,7 @@ def test_failed_job_is_counted_then_cleared_after_grace() -> None:
     assert snap["counters"]["total_completed"] == 0
 
 
-def test_completed_job_is_cleared_after_grace() -> None:
-    clock = FakeClock()
+def test_completed_job_is_cleared_after_grace(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock, grace_secs=5.0)
     t.register_workers([(0, 0)])
     t.register_job("job-ok", "window-post", 1)
@@ -46,8 +44,7 @@ def test_completed_job_is_cleared_after_grace() -> None:
     assert snap["counters"]["completed_by_kind"] == {"window-post": 1}
 
 
-def test_failed_job_with_partition_still_on_gpu_waits_for_the_worker() -> None:
-    clock = FakeClock()
+def test_failed_job_with_partition_still_on_gpu_waits_for_the_worker(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock, grace_secs=1.0)
     t.register_workers([(0, 0)])
     t.register_job("job-x", "porep-c2", 10)
@@ -66,8 +63,7 @@ def test_failed_job_with_partition_still_on_gpu_waits_for_the_worker() -> None:
     assert snap["gpu_workers"][0]["state"] == "idle"
 
 
-def test_rerun_of_finished_job_replaces_it() -> None:
-    clock = FakeClock()
+def test_rerun_of_finished_job_replaces_it(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock)
     t.register_job("job-r", "window-post", 1)
     t.partition_failed("job-r", 0, "boom")

@@ -5,8 +5,7 @@ from gpu_engine.tracker import StatusTracker
 from tests.tracker.invariants import FakeClock, check_invariants
 
 
-def test_failed_gpu_partition_shows_failed_with_error() -> None:
-    clock = FakeClock()
+def test_failed_gpu_partition_shows_failed_with_error(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("job-1", "porep-c2", 10)
@@ -28,8 +27,8 @@ def test_failed_gpu_partition_shows_failed_with_error() -> None:
     assert pipe["partitions_failed"] == 1
 
 
-def test_failed_finalizing_partition_shows_failed() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_failed_finalizing_partition_shows_failed(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("job-1", "snap-update", 16)
     t.partition_synth_start("job-1", 0)
@@ -42,8 +41,8 @@ def test_failed_finalizing_partition_shows_failed() -> None:
     assert snap["pipelines"][0]["partitions"][0]["state"] == "failed"
 
 
-def test_second_failure_report_keeps_first_cause() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_second_failure_report_keeps_first_cause(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     t.register_job("job-1", "window-post", 1)
     t.partition_failed("job-1", 0, "first")
     t.partition_failed("job-1", 0, "second")

@@ -10,9 +10,9 @@ from tests.tracker.invariants import FakeClock
 LONG_ID = "job-" + "x" * 92 + "-end"
 
 
-def test_long_and_snap_ids_come_back_whole() -> None:
+def test_long_and_snap_ids_come_back_whole(clock: FakeClock) -> None:
     assert len(LONG_ID) == 100
-    t = StatusTracker(clock=FakeClock())
+    t = StatusTracker(clock=clock)
     t.register_workers([(0, 0), (1, 0)])
     t.register_job(LONG_ID, "porep-c2", 10)
     t.register_job("ps-snap-1000-42-7", "snap-update", 16)

@@ -8,8 +8,7 @@ from tests.tracker.invariants import FakeClock, check_invariants
 
 
 @pytest.mark.parametrize("kind", ["window-post", "winning-post"])
-def test_single_partition_job_is_visible_through_its_life(kind: str) -> None:
-    clock = FakeClock()
+def test_single_partition_job_is_visible_through_its_life(kind: str, clock: FakeClock) -> None:
     t = StatusTracker(clock=clock)
     t.register_workers([("gpu0-w0", 0)])
     t.register_job(f"{kind}-job", kind, 1)

@@ -30,8 +30,7 @@ def test_memory_comes_from_the_budget() -> None:
     assert t.snapshot()["memory"] == {"total_bytes": 1000, "used_bytes": 300, "available_bytes": 700}
 
 
-def test_open_phases_grow_and_closed_phases_freeze() -> None:
-    clock = FakeClock()
+def test_open_phases_grow_and_closed_phases_freeze(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("j", "porep-c2", 10)

@@ -10,8 +10,7 @@ def _ready(t: StatusTracker, job: str, p: int) -> None:
     t.partition_synth_end(job, p)
 
 
-def test_late_finalizer_of_job_a_leaves_worker_proving_job_b() -> None:
-    clock = FakeClock()
+def test_late_finalizer_of_job_a_leaves_worker_proving_job_b(clock: FakeClock) -> None:
     t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("job-A", "porep-c2", 10)
@@ -40,8 +39,8 @@ def test_late_finalizer_of_job_a_leaves_worker_proving_job_b() -> None:
     assert b["partitions"][0]["worker_id"] == 0
 
 
-def test_late_failure_of_job_a_leaves_worker_proving_job_b() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_late_failure_of_job_a_leaves_worker_proving_job_b(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("job-A", "porep-c2", 10)
     t.register_job("job-B", "porep-c2", 10)

@@ -8,8 +8,8 @@ from tests.tracker.invariants import FakeClock, check_invariants
 
 
 @pytest.fixture
-def tracker() -> StatusTracker:
-    t = StatusTracker(clock=FakeClock())
+def tracker(clock: FakeClock) -> StatusTracker:
+    t = StatusTracker(clock=clock)
     t.register_workers([(0, 0)])
     t.register_job("job-1", "porep-c2", 10)
     return t

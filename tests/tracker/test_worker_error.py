@@ -13,8 +13,8 @@ def _on_gpu(t: StatusTracker) -> None:
     t.partition_gpu_start("job-1", 0, 0)
 
 
-def test_partition_failed_frees_its_worker() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_partition_failed_frees_its_worker(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     _on_gpu(t)
     t.partition_failed("job-1", 0, "out of device memory")
     snap = t.snapshot()
@@ -22,8 +22,8 @@ def test_partition_failed_frees_its_worker() -> None:
     assert [w["state"] for w in snap["gpu_workers"]] == ["idle", "idle"]
 
 
-def test_worker_error_fails_its_partition_and_shows_error() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_worker_error_fails_its_partition_and_shows_error(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     _on_gpu(t)
     t.worker_error(0, "CUDA_ERROR_ILLEGAL_ADDRESS")
     snap = t.snapshot()
@@ -44,8 +44,8 @@ def test_worker_error_fails_its_partition_and_shows_error() -> None:
     assert snap["pipelines"][0]["partitions"][0]["error"] is None
 
 
-def test_retry_of_gpu_partition_frees_its_worker() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_retry_of_gpu_partition_frees_its_worker(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     _on_gpu(t)
     t.partition_retry("job-1", 0)
     snap = t.snapshot()
@@ -55,8 +55,8 @@ def test_retry_of_gpu_partition_frees_its_worker() -> None:
     assert snap["pipelines"][0]["partitions"][0]["gpu_ms"] is None
 
 
-def test_errored_worker_handed_work_counts_as_recovered() -> None:
-    t = StatusTracker(clock=FakeClock())
+def test_errored_worker_handed_work_counts_as_recovered(clock: FakeClock) -> None:
+    t = StatusTracker(clock=clock)
     _on_gpu(t)
     t.worker_error(1, "driver reset")
     t.partition_gpu_start("job-1", 1, 1)
