@@ -1,0 +1,8 @@
+"""The one API token the web tests authenticate with (the HTTP API and the WebSocket alike).
+
+A constant rather than only a fixture because some tests need it at import time: in
+`parametrize` lists, in default arguments of their connect helpers and in Hypothesis bodies."""
+from __future__ import annotations
+
+TOKEN = "test-api-token"
+AUTH = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}

@@ -1,0 +1,48 @@
+"""Shared helpers of the panel tests: a tracker with work in flight, an ASGI app, a clean cache."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.cache import cache
+
+from gpu_engine import wire
+from gpu_engine.tracker import StatusTracker
+
+ORIGIN = (b"origin", b"http://localhost")
+# A cuzk daemon's `GET /status` (its StatusSnapshot, field for field): a SnapDeals job mid-flight.
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cuzk-status-snapdeals.json"
+SNAP_JOB = "ps-snap-1000-42-7"
+
+
+def cuzk_fixture() -> dict[str, Any]:
+    return json.loads(FIXTURE.read_text())
+
+
+def busy_tracker(job_id: str = SNAP_JOB, kind: str = "snap-update", partitions: int = 4) -> StatusTracker:
+    """Two workers; partition 0 done, 1 on the GPU (W0), 2 failed with an error, 3 synthesizing."""
+    t = StatusTracker(synth_max=2, backend="cpu")
+    t.register_workers([(0, 0), (1, 0)])
+    t.register_job(job_id, kind, partitions)
+    for p in range(3):
+        t.partition_synth_start(job_id, p)
+        t.partition_synth_end(job_id, p)
+    t.partition_gpu_start(job_id, 0, 1)
+    t.partition_finalize_start(job_id, 0, 1)
+    t.partition_gpu_end(job_id, 0, 1)
+    t.partition_gpu_start(job_id, 1, 0)
+    t.partition_failed(job_id, 2, "MSM kernel launch failed: out of memory on GPU 0 <&>")
+    t.partition_synth_start(job_id, 3)
+    return t
+
+
+def clear_panel_cache() -> None:
+    engines = wire.known_engines()
+    cache.delete_many([wire.snapshot_key(e) for e in engines] + [wire.ENGINES_KEY])
+
+
+def build_app():
+    from vastmanager.asgi import build_application
+
+    return build_application()
