@@ -100,6 +100,23 @@ def test_live_panel_in_chromium(prover, tmp_path):
             assert page.evaluate("window.__noReload") is True
             assert errors == []
 
+            # On a 420 px screen the pipelines table scrolls sideways; its headings never overlap.
+            narrow = browser.new_page(viewport={"width": 420, "height": 900})
+            try:
+                narrow.goto(f"{base}/login?token={TOKEN}")
+                narrow.wait_for_selector("#engines table.pipes th", timeout=30_000)
+                # Where each heading's text is drawn (not its cell: text can overflow a squeezed cell).
+                boxes = narrow.eval_on_selector_all("#engines table.pipes thead th", """ths => ths.map(th => {
+                    const range = document.createRange(); range.selectNodeContents(th);
+                    const r = range.getBoundingClientRect(); return [r.left, r.right]; })""")
+                assert len(boxes) == 7
+                for (_, right), (left, _) in zip(boxes, boxes[1:]):
+                    assert right <= left, boxes
+                assert narrow.evaluate("document.documentElement.scrollWidth") <= 420
+                narrow.screenshot(path=str(ARTIFACTS / "panel-420.png"), full_page=True)
+            finally:
+                narrow.close()
+
             # Whole on first paint without JavaScript: the same regions, server-rendered.
             bare = browser.new_context(java_script_enabled=False)
             try:
