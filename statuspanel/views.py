@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from gpu_engine import runtime, wire
 from gpu_engine.models import FINAL_STATUSES, ProofJob
 from statuspanel.rendering import engine_id_of, render_engine
+from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS
 
 WS_PATH = "/ws/status/"
 HISTORY_ROWS = 15
@@ -48,9 +49,14 @@ def _history_url() -> str:
 @require_GET
 @login_required
 def panel(request: HttpRequest) -> HttpResponse:
+    from statuspanel.history import activity_context  # the history views import this module
+
     live, gone = current_snapshots()
+    window = request.GET.get("window", DEFAULT_WINDOW)
+    window = window if window in WINDOWS else DEFAULT_WINDOW
     context = {
-        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s)} for s in live],
+        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s),
+                     "activity": activity_context(engine_id_of(s), s, window)} for s in live],
         "offline": gone,
         "finished": finished_jobs(),
         "history_url": _history_url(),

@@ -54,3 +54,30 @@ def phase_title(part: dict[str, Any]) -> str:
     if part.get("error"):
         text += f"\nerror: {part['error']}"
     return text
+
+
+@register.filter
+def share(value: Any) -> str:
+    """A 0..1 share as a whole percentage (a timeline lane's busy share)."""
+    try:
+        return f"{100.0 * float(value):.0f}%"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def window_text(secs: Any) -> str:
+    """A chart window in words: "hour", "24 h"."""
+    secs = float(secs)
+    return "hour" if secs == 3600 else f"{secs / 3600:g} h" if secs % 3600 == 0 else f"{secs / 60:g} min"
+
+
+@register.filter
+def minutes_text(minutes: Any) -> str:
+    return window_text(float(minutes) * 60)
+
+
+@register.filter
+def latency_tables(partitions: Any, jobs: Any) -> list[tuple[Any, str]]:
+    """The two latency tables with their titles, for one loop in the template."""
+    return [(partitions, "partition"), (jobs, "job")]
