@@ -61,7 +61,8 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
             h = PLOT_H * n / peak
             y -= h
             bars.append({"x": round(bucket * width + 0.5, 2), "y": round(y, 2),
-                         "w": round(width - min(1.0, width * 0.2), 2), "h": round(h, 2), "cls": kind_class(kind), "title": f"{label} · {kind_label(kind)}: {n}/min"})
+                         "w": round(width - min(1.0, width * 0.2), 2), "h": round(h, 2), "cls": kind_class(kind),
+                         "title": f"{label} · {kind_label(kind)}: {n}/min"})
     total = sum(sum(c.values()) for c in counts.values())
     return {"bars": bars, "peak": peak, "legend": _legend(kinds), "total": total, "minutes": minutes,
             "start": start, "end": end}

@@ -155,7 +155,8 @@ def live_bars(snap: dict[str, Any], now: float) -> list[Bar]:
                 continue
             gpu_ms, fin_ms = _ms(part.get("gpu_ms")), _ms(part.get("finalize_ms"))
             common = dict(state=LIVE, job_id=str(pipe.get("job_id") or ""),
-                          proof_kind=str(pipe.get("proof_kind") or ""), index=int(part.get("index") or 0), worker=str(part.get("worker_id") or ""),
+                          proof_kind=str(pipe.get("proof_kind") or ""), index=int(part.get("index") or 0),
+                          worker=str(part.get("worker_id") or ""),
                           synth_ms=_ms(part.get("synth_ms")), gpu_ms=gpu_ms, finalize_ms=fin_ms)
             if part["state"] == GPU:
                 bars.append(Bar(phase="gpu", start=taken - (gpu_ms or 0) / 1000, end=now, **common))
