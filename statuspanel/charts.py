@@ -41,7 +41,7 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
     rows = (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=_dt(start), status=JobStatus.DONE)
-            .values_list("finished_at", "proof_kind"))
+            .order_by().values_list("finished_at", "proof_kind"))
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for finished, kind in rows.iterator():
         bucket = int((finished.timestamp() - start) // 60)
@@ -97,7 +97,7 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
     since = _dt(now - window_secs)
     parts: dict[str, list[float]] = defaultdict(list)
     runs = (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
-            .values_list("proof_kind", "synth_started_at", "ended_at", "synth_ms", "gpu_ms", "finalize_ms"))
+            .order_by().values_list("proof_kind", "synth_started_at", "ended_at", "synth_ms", "gpu_ms", "finalize_ms"))
     for kind, s0, end, synth_ms, gpu_ms, fin_ms in runs.iterator():
         if s0 is not None and end is not None:
             parts[kind].append((end - s0).total_seconds())
@@ -105,7 +105,7 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
             parts[kind].append(sum(v or 0.0 for v in (synth_ms, gpu_ms, fin_ms)) / 1000)
     jobs: dict[str, list[float]] = defaultdict(list)
     rows = (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
-            .values_list("proof_kind", "started_at", "finished_at"))
+            .order_by().values_list("proof_kind", "started_at", "finished_at"))
     for kind, started, finished in rows.iterator():
         if started is not None:
             jobs[kind].append((finished - started).total_seconds())

@@ -119,6 +119,7 @@ def stored_bars(engine_id: str, since: float) -> list[Bar]:
     One indexed range read (`partitionrun_engine_ended`): every run overlapping the window settled
     after the window opened."""
     rows = (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=datetime.fromtimestamp(since, timezone.utc))
+            .order_by()  # no ORDER BY: the model's ordering would walk another index; lanes sort in Python
             .values_list("job__job_id", "proof_kind", "index", "state", "worker_id", "gpu_started_at", "gpu_ended_at",
                          "finalize_started_at", "finalize_ended_at", "synth_ms", "gpu_ms", "finalize_ms", "error"))
     bars: list[Bar] = []
