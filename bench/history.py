@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 ENGINE = "bench-engine"
 DAYS = 30
 # The indexes the charts must use (SQLite names a unique constraint's index sqlite_autoindex_<table>_N).
-INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetryminute_unique",
+INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetryminute_unique", "telemetryminute_minute",
            "sqlite_autoindex_gpu_engine_telemetryminute")
 
 
@@ -39,7 +39,7 @@ def seed(connection, rows: int, now: float) -> None:
     step = DAYS * 86400.0 / rows
     pg = connection.vendor == "postgresql"
     if pg:
-        ts = "to_timestamp({})"
+        ts, cte = "to_timestamp({})", ""
         series_j = f"SELECT generate_series(0, {jobs - 1}) AS i"
         series_r = f"SELECT generate_series(0, {rows - 1}) AS i"
     else:
@@ -66,6 +66,14 @@ def seed(connection, rows: int, now: float) -> None:
                    {ts.format(t_end + ' - 1.0')}, {ts.format(t_end + ' - 0.7')}, {ts.format(t_end + ' - 0.7')},
                    {ts.format(t_end + ' - 0.2')}, {ts.format(t_end + ' - 0.2')}, {ts.format(t_end)}, {ts.format(t_end)}
             FROM ({series_r}) s""")
+        minutes = 7 * 1440  # a full retention of telemetry rollups: two GPUs and the engine row
+        series_m = (f"SELECT generate_series(0, {minutes - 1}) AS i" if pg else cte.format(minutes - 1))
+        t_min = f"({now - now % 60} - i * 60)"
+        c.execute(f"""INSERT INTO gpu_engine_telemetryminute (engine_id, minute, gpu_ordinal, samples, util_pct,
+            util_max_pct, mem_used_bytes, mem_total_bytes, queue_depth)
+            SELECT '{ENGINE}', {ts.format(t_min)}, o.g, 60, 50 + i % 50, 100, 1000000000 + i, 80000000000,
+                   CASE WHEN o.g = -1 THEN i % 20 END
+            FROM ({series_m}) s CROSS JOIN (SELECT -1 AS g UNION ALL SELECT 0 UNION ALL SELECT 1) o""")
         if pg:
             c.execute("SELECT setval(pg_get_serial_sequence('gpu_engine_proofjob', 'id'), "
                       "(SELECT max(id) FROM gpu_engine_proofjob))")
@@ -207,7 +215,6 @@ def run_one(rows: int, database: str, explain_only: bool) -> dict:
         env.pop("REDIS_URL", None)
         argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
         if database == "postgres":
-            sys.path.insert(0, os.path.join(ROOT, "tests"))
             from tests.services import private_database
 
             with private_database("vastmanager_bench") as url:
