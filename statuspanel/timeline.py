@@ -229,7 +229,7 @@ def build_timeline(snap: dict[str, Any] | None, engine_id: str, window: str = DE
     workers = [(str(w.get("worker_id")), w.get("gpu_ordinal")) for w in (snap or {}).get("gpu_workers") or []
                if isinstance(w, dict) and w.get("worker_id") is not None]
     known = {w for w, _ in workers}
-    extra = sorted({b.worker for b in bars if b.phase == "gpu"} - known, key=lambda w: (len(w), w))
+    extra = sorted({b.worker for b in bars if b.phase == "gpu" and b.worker} - known, key=lambda w: (len(w), w))
     for worker, ordinal in workers + [(w, None) for w in extra]:
         label = worker_label(_as_int(worker)) + (f" · GPU {ordinal}" if ordinal is not None else "")
         lane = Lane(key=worker, label=label, kind="worker", gpu_ordinal=ordinal,
