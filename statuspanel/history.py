@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from gpu_engine import wire
 from statuspanel import charts
+from statuspanel.live import current_snapshots
 from statuspanel.rendering import engine_id_of
 from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
@@ -23,8 +24,6 @@ ACTIVITY_REFRESH_SECS = 2.0
 
 def engine_snapshot(engine_id: str) -> dict[str, Any] | None:
     """The latest live snapshot of `engine_id` (None when it is offline: stored bars only)."""
-    from statuspanel.views import current_snapshots  # the page's view of live engines, one definition
-
     live, _ = current_snapshots()
     return next((s for s in live if engine_id_of(s) == engine_id), None)
 

@@ -26,6 +26,7 @@ from gpu_engine import tallies
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.auth import _unauthorized, bearer_token, token_is_valid
+from statuspanel.live import current_snapshots
 from statuspanel.rendering import engine_id_of
 
 P = "vastmanager_"
@@ -37,8 +38,6 @@ def _num(value: Any) -> float | None:
 
 
 def _snapshots() -> list[dict[str, Any]]:
-    from statuspanel.views import current_snapshots  # live engines as the panel sees them
-
     return current_snapshots()[0]
 
 
