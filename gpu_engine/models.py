@@ -57,6 +57,8 @@ class ProofJob(models.Model):
             models.Index(fields=["status", "-priority", "submitted_at"], name="proofjob_claim_order"),
             models.Index(fields=["status", "lease_expires_at"], name="proofjob_lease"),
             models.Index(fields=["proof_kind", "status"], name="proofjob_kind_status"),
+            # Throughput and job-latency charts: one engine's jobs finished in a window.
+            models.Index(fields=["claimed_by", "finished_at"], name="proofjob_engine_finished"),
         ]
 
     def __str__(self) -> str:
@@ -119,10 +121,24 @@ class PartitionRun(models.Model):
     engine_id = models.CharField(max_length=128, blank=True, default="")
     error = models.TextField(blank=True, default="")
     recorded_at = models.DateTimeField(auto_now_add=True)
+    # The timeline and the charts: the kind (copied from the job, so a window query needs no join)
+    # and each phase's wall-clock start and end (null for a phase the attempt never entered).
+    proof_kind = models.CharField(max_length=32, blank=True, default="")
+    synth_started_at = models.DateTimeField(null=True, blank=True)
+    synth_ended_at = models.DateTimeField(null=True, blank=True)
+    gpu_started_at = models.DateTimeField(null=True, blank=True)
+    gpu_ended_at = models.DateTimeField(null=True, blank=True)
+    finalize_started_at = models.DateTimeField(null=True, blank=True)
+    finalize_ended_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="When the attempt settled.")
 
     class Meta:
         ordering = ["job_id", "index", "recorded_at"]
-        indexes = [models.Index(fields=["job", "index"], name="partitionrun_job_index")]
+        indexes = [
+            models.Index(fields=["job", "index"], name="partitionrun_job_index"),
+            # Every timeline and chart query is "one engine, settled since t".
+            models.Index(fields=["engine_id", "ended_at"], name="partitionrun_engine_ended"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.job_id}#{self.index} {self.state}"
@@ -145,6 +161,71 @@ class EngineHost(models.Model):
 
     def __str__(self) -> str:
         return self.engine_id
+
+
+class OutcomeTally(models.Model):
+    """Jobs that reached a final status, counted by engine, kind and outcome as they get there.
+
+    The Prometheus counters read these few rows instead of counting a million jobs per scrape, and
+    they survive restarts because they live in the database (gpu_engine/tallies.py keeps them)."""
+
+    engine_id = models.CharField(max_length=128, blank=True, default="")
+    proof_kind = models.CharField(max_length=32)
+    outcome = models.CharField(max_length=16, choices=JobStatus.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["engine_id", "proof_kind", "outcome"],
+                                               name="outcometally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.engine_id} {self.proof_kind} {self.outcome}: {self.count}"
+
+
+class DurationTally(models.Model):
+    """A cumulative histogram of one phase's durations (seconds) by engine and kind: the source of
+    the `_duration_seconds` histograms. `buckets[i]` counts observations in (le[i-1], le[i]]."""
+
+    engine_id = models.CharField(max_length=128, blank=True, default="")
+    proof_kind = models.CharField(max_length=32)
+    phase = models.CharField(max_length=16)
+    count = models.BigIntegerField(default=0)
+    sum_secs = models.FloatField(default=0.0)
+    buckets = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["engine_id", "proof_kind", "phase"],
+                                               name="durationtally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.engine_id} {self.proof_kind} {self.phase}: {self.count}"
+
+
+class TelemetryMinute(models.Model):
+    """One minute of an engine's telemetry, rolled up by its heartbeat; kept TELEMETRY_RETENTION_DAYS.
+
+    `gpu_ordinal` -1 is the engine row (queue depth, memory budget); other rows are one GPU each."""
+
+    ENGINE_ROW = -1
+
+    engine_id = models.CharField(max_length=128)
+    minute = models.DateTimeField(help_text="Start of the minute (UTC).")
+    gpu_ordinal = models.IntegerField(default=ENGINE_ROW)
+    samples = models.PositiveIntegerField(default=0)
+    util_pct = models.FloatField(null=True, blank=True, help_text="Mean over the minute.")
+    util_max_pct = models.FloatField(null=True, blank=True)
+    mem_used_bytes = models.BigIntegerField(null=True, blank=True, help_text="Highest over the minute.")
+    mem_total_bytes = models.BigIntegerField(null=True, blank=True)
+    queue_depth = models.IntegerField(null=True, blank=True, help_text="Highest over the minute.")
+
+    class Meta:
+        ordering = ["engine_id", "minute", "gpu_ordinal"]
+        constraints = [models.UniqueConstraint(fields=["engine_id", "minute", "gpu_ordinal"],
+                                               name="telemetryminute_unique")]
+        indexes = [models.Index(fields=["minute"], name="telemetryminute_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.engine_id} {self.minute:%Y-%m-%d %H:%M} gpu {self.gpu_ordinal}"
 
 
 def _iso(value) -> str | None:

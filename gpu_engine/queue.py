@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from gpu_engine.kinds import PROOF_KINDS, get_kind
 from gpu_engine.models import FINAL_STATUSES, JOB_ID_MAX, JobStatus, ProofJob
+from gpu_engine.tallies import record_outcomes
 
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")  # fullmatch: "$" would admit a trailing newline
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
@@ -160,6 +161,20 @@ def renew_leases(engine_id: str, pks: Iterable[int], lease_secs: float | None = 
     return pks - still
 
 
+def _finalize(rows, outcome: str, **fields: Any) -> int:
+    """UPDATE `rows` to the final status `outcome` and count them in the outcome tallies, together
+    (PostgreSQL locks the rows first, so a concurrent change cannot make the count differ)."""
+    with transaction.atomic():
+        if connection.features.has_select_for_update:
+            rows = rows.select_for_update()
+        changed = list(rows.values_list("pk", "claimed_by", "proof_kind"))
+        if not changed:
+            return 0
+        n = ProofJob.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(status=outcome, **fields)
+        record_outcomes([(engine, kind) for _, engine, kind in changed], outcome)
+        return n
+
+
 def requeue_expired(now=None) -> tuple[int, int]:
     """Put running jobs whose lease ran out back in the queue, or fail those out of attempts.
 
@@ -173,8 +188,8 @@ def requeue_expired(now=None) -> tuple[int, int]:
     for pk, attempts, owner in expired.values_list("pk", "attempts", "claimed_by"):
         guard = ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, lease_expires_at__lt=now)
         if attempts >= limit:
-            failed += guard.update(
-                status=JobStatus.FAILED,
+            failed += _finalize(
+                guard, JobStatus.FAILED,
                 finished_at=now,
                 lease_expires_at=None,
                 error=f"lease of engine {owner!r} expired on attempt {attempts} of {limit}; giving up",
@@ -191,8 +206,8 @@ def requeue_orphans(engine_id: str) -> tuple[int, int]:
     now = timezone.now()
     limit = max_attempts()
     mine = ProofJob.objects.filter(status=JobStatus.RUNNING, claimed_by=engine_id)
-    failed = mine.filter(attempts__gte=limit).update(
-        status=JobStatus.FAILED, finished_at=now, lease_expires_at=None,
+    failed = _finalize(
+        mine.filter(attempts__gte=limit), JobStatus.FAILED, finished_at=now, lease_expires_at=None,
         error=f"engine {engine_id!r} restarted while holding the job on attempt {limit} of {limit}; giving up",
     )
     requeued = mine.update(status=JobStatus.QUEUED, claimed_by="", lease_expires_at=None)
@@ -202,8 +217,8 @@ def requeue_orphans(engine_id: str) -> tuple[int, int]:
 def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any]) -> bool:
     """Store the verified bundle and mark the job done, only if `engine_id` still holds it."""
     return bool(
-        ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id).update(
-            status=JobStatus.DONE,
+        _finalize(
+            ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id), JobStatus.DONE,
             bundle=bundle,
             verified=True,
             timings=timings,
@@ -216,14 +231,14 @@ def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any])
 
 def fail_job(pk: int, engine_id: str, error: str, timings: dict[str, Any] | None = None) -> bool:
     fields: dict[str, Any] = {
-        "status": JobStatus.FAILED,
         "error": error,
         "finished_at": timezone.now(),
         "lease_expires_at": None,
     }
     if timings is not None:
         fields["timings"] = timings
-    return bool(ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id).update(**fields))
+    return bool(_finalize(ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id),
+                          JobStatus.FAILED, **fields))
 
 
 def return_job(pk: int, engine_id: str) -> bool:
@@ -243,9 +258,8 @@ def cancel_job(job_id: str) -> ProofJob:
     job = ProofJob.objects.filter(job_id=job_id).first()
     if job is None:
         raise JobError(f"no job with id {job_id!r}", status=404)
-    updated = ProofJob.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
-        status=JobStatus.CANCELLED, finished_at=timezone.now(), lease_expires_at=None, error="cancelled"
-    )
+    updated = _finalize(ProofJob.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]),
+                        JobStatus.CANCELLED, finished_at=timezone.now(), lease_expires_at=None, error="cancelled")
     job.refresh_from_db()
     if not updated and job.status != JobStatus.CANCELLED:
         raise JobError(f"job {job_id!r} is already {job.status}; only queued or running jobs can be cancelled", 409)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from gpu_engine.queue import JOB_ID_RE
-from statuspanel import api, auth, health, views
+from statuspanel import api, auth, health, history, metrics, views
 
 
 class JobIdConverter:
@@ -24,6 +24,9 @@ register_converter(JobIdConverter, "jobid")
 urlpatterns = [
     path("", views.panel, name="panel"),
     path("panel/history", views.history_partial, name="panel-history"),
+    path("panel/activity/<path:engine_id>", history.activity_partial, name="panel-activity"),
+    path("history/<path:engine_id>", history.history_page, name="engine-history"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
     path("api/status", health.api_status, name="api-status"),
     path("login", auth.token_login, name="token-login"),

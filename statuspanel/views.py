@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -10,27 +9,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from gpu_engine import runtime, wire
 from gpu_engine.models import FINAL_STATUSES, ProofJob
+from statuspanel.history import activity_context
+from statuspanel.live import current_snapshots
 from statuspanel.rendering import engine_id_of, render_engine
+from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS
 
 WS_PATH = "/ws/status/"
 HISTORY_ROWS = 15
-
-
-def current_snapshots() -> tuple[list[dict[str, Any]], list[tuple[str, float]]]:
-    """Live snapshots from the cache (every engine), plus this process's engine if it has not
-    published yet; and the engines whose heartbeat expired, with when they were last seen."""
-    live, gone = wire.latest_snapshots()
-    seen = {engine_id_of(s) for s in live}
-    local = runtime.local_engine_id()
-    if local is not None and local not in seen:
-        snap = runtime.local_snapshot()
-        if snap is not None:
-            live.append(snap)
-            gone.pop(local, None)
-    live.sort(key=engine_id_of)
-    return live, sorted(gone.items())
 
 
 def finished_jobs(limit: int = HISTORY_ROWS) -> list[ProofJob]:
@@ -49,8 +35,11 @@ def _history_url() -> str:
 @login_required
 def panel(request: HttpRequest) -> HttpResponse:
     live, gone = current_snapshots()
+    window = request.GET.get("window", DEFAULT_WINDOW)
+    window = window if window in WINDOWS else DEFAULT_WINDOW
     context = {
-        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s)} for s in live],
+        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s),
+                     "activity": activity_context(engine_id_of(s), s, window)} for s in live],
         "offline": gone,
         "finished": finished_jobs(),
         "history_url": _history_url(),

@@ -128,6 +128,10 @@ JOB_LEASE_SECS = env_float("JOB_LEASE_SECS", 30.0)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
 # Circuit size multiplier (1 = small CPU default; raise for a GPU).
 CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
+# Days the one-minute telemetry rollups are kept (pruned by the engine heartbeat and `prunehistory`).
+TELEMETRY_RETENTION_DAYS = env_float("TELEMETRY_RETENTION_DAYS", 7.0)
+# Serve /metrics without a token (only behind a network that only the Prometheus server reaches).
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 

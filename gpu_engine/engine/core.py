@@ -27,6 +27,7 @@ from gpu_engine.engine.feeder import Feeder
 from gpu_engine.engine.heartbeat import Heartbeat
 from gpu_engine.engine.history import HistoryWriter
 from gpu_engine.engine.ledger import Ledger
+from gpu_engine.engine.rollup import MinuteRollup, RollupWriter
 from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
 from gpu_engine.engine.state import ActiveJob, JobEvent, RunState, WorkQueue
 from gpu_engine.engine.stats import EngineStats
@@ -60,7 +61,8 @@ class Engine:
         self.proving_pool: ProvingPool | None = None
         self.feeder: Feeder | None = None
         self._finalizers: Finalizers | None = None
-        self._heartbeat = Heartbeat(config, self.ledger)
+        self.rollup = MinuteRollup(config.engine_id)
+        self._heartbeat = Heartbeat(config, self.ledger, RollupWriter(self.rollup))
         self._telemetry: TelemetryPoller | None = None
         self._threads: list[threading.Thread] = []
 
@@ -103,7 +105,7 @@ class Engine:
                              self.part_bytes, len(self.workers))
         self.history.start()
         # GPU telemetry for the snapshot's `gpus` (about once a second; a no-op without NVML).
-        self._telemetry = TelemetryPoller(self.tracker.set_gpus)
+        self._telemetry = TelemetryPoller(self._publish_gpus)
         self._telemetry.start()
         spawn: list[tuple[Callable[[], None], str]] = [
             (lambda: self.feeder.run_loop(on_exit=self._shutdown), "feeder"),
@@ -140,6 +142,11 @@ class Engine:
     @property
     def active_jobs(self) -> list[str]:
         return self.ledger.active_ids()
+
+    def _publish_gpus(self, gpus: list[dict]) -> None:
+        """A telemetry reading: to the snapshot, and into this minute's rollup."""
+        self.tracker.set_gpus(gpus)
+        self.rollup.add_gpus(gpus)
 
     def _make_bundle(self, job: ActiveJob, proofs: list[Any]) -> dict:
         return self.g16.make_bundle(job.kind, job.job_id, self.params[job.kind].vk, proofs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -112,6 +113,7 @@ class Feeder:
             self._inflight += 1
             ledger.tracker.partition_synth_start(job.job_id, index)
         work = Work(job, index, nbytes)
+        work.synth_started = time.time()
         try:
             future = self.pool.submit(self._synthesize, job.kind, job.job_id, index, self.config.scale)
         except BrokenProcessPool as exc:
@@ -121,6 +123,7 @@ class Feeder:
 
     def _synth_finished(self, work: Work, result: Future | BaseException) -> None:
         ledger = self.ledger
+        work.synth_ended = time.time()
         self._slots.release()
         try:
             if isinstance(result, BaseException):

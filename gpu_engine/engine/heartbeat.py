@@ -1,7 +1,8 @@
 """The heartbeat: renews this engine's leases and notices jobs cancelled or lost meanwhile.
 
 It is also the engine's only periodic database reader: it requeues other engines' expired leases
-and refreshes the queue depth the tracker shows.
+and refreshes the queue depth the tracker shows; and it writes the one-minute telemetry rollups
+(engine/rollup.py) and prunes them past their retention.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 from gpu_engine import queue
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.ledger import Ledger
+from gpu_engine.engine.rollup import RollupWriter
 from gpu_engine.engine.state import STOP_CANCELLED, STOP_LOST
 from gpu_engine.models import EngineHost, JobStatus, ProofJob
 
@@ -21,8 +23,8 @@ log = logging.getLogger("gpu_engine.engine")
 
 
 class Heartbeat:
-    def __init__(self, config: EngineConfig, ledger: Ledger) -> None:
-        self.config, self.ledger = config, ledger
+    def __init__(self, config: EngineConfig, ledger: Ledger, rollups: RollupWriter | None = None) -> None:
+        self.config, self.ledger, self.rollups = config, ledger, rollups
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -37,6 +39,8 @@ class Heartbeat:
                     log.exception("heartbeat failed")
                     connection.close()
         finally:
+            if self.rollups is not None:
+                self.rollups.close()
             connection.close()
 
     def beat(self) -> None:
@@ -57,5 +61,8 @@ class Heartbeat:
         queue.requeue_expired()
         depth = queue.queue_depth()
         ledger.tracker.set_queue_depth(depth)
+        if self.rollups is not None:
+            budget = ledger.budget
+            self.rollups.beat(depth, budget.used_bytes, budget.total_bytes)
         if depth:
             ledger.run.wake.set()

@@ -11,13 +11,27 @@ import queue
 import threading
 from typing import Any, Callable
 
-from django.db import connection
+from django.db import connection, transaction
 
-from gpu_engine.models import PartitionRun
+from gpu_engine import tallies
+from gpu_engine.models import PartitionRun, PartitionState
 
 log = logging.getLogger(__name__)
 
 _STOP = object()
+
+
+def phase_observations(runs: list[PartitionRun]) -> list[tuple[str, str, str, float]]:
+    """The phase durations (seconds) of the proven partitions among `runs`, for the histograms."""
+    out = []
+    for run in runs:
+        if run.state != PartitionState.DONE:
+            continue
+        for phase, ms in ((tallies.PHASE_SYNTHESIS, run.synth_ms), (tallies.PHASE_GPU, run.gpu_ms),
+                          (tallies.PHASE_FINALIZE, run.finalize_ms)):
+            if ms is not None:
+                out.append((run.engine_id, run.proof_kind, phase, ms / 1000.0))
+    return out
 
 
 class HistoryWriter:
@@ -72,7 +86,9 @@ class HistoryWriter:
 
     def _write_runs(self, runs: list[PartitionRun]) -> None:
         try:
-            PartitionRun.objects.bulk_create(runs)
+            with transaction.atomic():
+                PartitionRun.objects.bulk_create(runs)
+                tallies.record_durations(phase_observations(runs))
         except Exception:
             self.errors += 1
             log.exception("could not store %d partition run(s)", len(runs))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any, Callable
 
-from gpu_engine import queue
+from gpu_engine import queue, tallies
 from gpu_engine.budget import MemoryBudget
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.history import HistoryWriter
@@ -24,6 +25,11 @@ from gpu_engine.models import PartitionState
 from gpu_engine.tracker import StatusTracker
 
 log = logging.getLogger("gpu_engine.engine")
+
+
+def wall(ts: float | None) -> datetime | None:
+    """A unix time as an aware UTC datetime (the history row's columns)."""
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
 
 # How a job stopped short is shown live: only a real failure counts as failed.
 _TRACKER_OUTCOME = {STOP_CANCELLED: "cancelled", STOP_LOST: "requeued", STOP_RETURNED: "requeued"}
@@ -44,7 +50,8 @@ class Ledger:
         with self.lock:
             return list(self.active)
 
-    def partition_error(self, work: Work, stage: str, exc: BaseException) -> None:
+    def partition_error(self, work: Work, stage: str, exc: BaseException, *,
+                        finalize_span: tuple[float, float] | None = None) -> None:
         """A failed attempt: retried while attempts remain, else the job fails with the error."""
         job, index = work.job, work.index
         error = f"{stage}: {type(exc).__name__}: {exc}"
@@ -55,12 +62,12 @@ class Ledger:
             if job.stop is None and job.attempts[index] < self.config.partition_attempts:
                 self.tracker.partition_retry(job.job_id, index)
                 job.retry.append(index)
-                self.settle(work, PartitionState.RETRIED, error)
+                self.settle(work, PartitionState.RETRIED, error, finalize_span=finalize_span)
                 self.run.wake.set()
                 return
             if job.stop is None:
                 job.stop = (STOP_FAILED, f"partition {index} failed {job.attempts[index]} time(s); last: {error}")
-            self.settle(work, PartitionState.FAILED, error)
+            self.settle(work, PartitionState.FAILED, error, finalize_span=finalize_span)
 
     def settle_if_stopped(self, work: Work) -> bool:
         """Settle a partition of a job that was stopped meanwhile (call with the lock held)."""
@@ -70,18 +77,23 @@ class Ledger:
         return True
 
     def settle(self, work: Work, state: str, error: str, *, tracker_fail: bool = False,
-               finalize_ms: float | None = None) -> None:
-        """The one exit of a scheduled partition (call with the lock held)."""
+               finalize_ms: float | None = None, finalize_span: tuple[float, float] | None = None) -> None:
+        """The one exit of a scheduled partition (call with the lock held); `finalize_span` is the
+        wall-clock (start, end) of its CPU tail when it got that far."""
         job = work.job
         if tracker_fail:
             self.tracker.partition_failed(job.job_id, work.index, error)
         job.outstanding -= 1
         work.witness = None
         self.budget.release(work.nbytes)
+        fin_start, fin_end = finalize_span or (None, None)
         self.history.record_partition(
             job_id=job.pk, index=work.index, state=state, synth_ms=work.synth_ms, gpu_ms=work.gpu_ms,
             finalize_ms=finalize_ms, worker_id=work.worker_id, gpu_ordinal=work.gpu_ordinal,
-            engine_id=self.config.engine_id, error=error,
+            engine_id=self.config.engine_id, error=error, proof_kind=job.kind,
+            synth_started_at=wall(work.synth_started), synth_ended_at=wall(work.synth_ended),
+            gpu_started_at=wall(work.gpu_started), gpu_ended_at=wall(work.gpu_ended),
+            finalize_started_at=wall(fin_start), finalize_ended_at=wall(fin_end), ended_at=wall(time.time()),
         )
         self._maybe_finish(job)
 
@@ -113,7 +125,11 @@ class Ledger:
         ok, error = False, ""
         try:
             bundle = self._make_bundle(job, [job.proofs[i] for i in range(job.total)])
-            ok = queue.complete_job(job.pk, self.config.engine_id, bundle, job.timings())
+            timings = job.timings()
+            ok = queue.complete_job(job.pk, self.config.engine_id, bundle, timings)
+            if ok:
+                tallies.record_durations([(self.config.engine_id, job.kind, tallies.PHASE_JOB,
+                                           timings["wall_ms"] / 1000.0)])
             if not ok:
                 error = "result discarded: the job was cancelled or re-claimed meanwhile"
                 log.warning("job %s: %s", job.job_id, error)

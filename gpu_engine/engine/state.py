@@ -62,9 +62,11 @@ class ActiveJob:
 
 
 class Work:
-    """One scheduled partition travelling through the pipeline."""
+    """One scheduled partition travelling through the pipeline, with the wall-clock (unix) start and
+    end of each phase it entered: the history row, hence the panel's timeline, is built from them."""
 
-    __slots__ = ("job", "index", "nbytes", "witness", "synth_ms", "gpu_ms", "worker_id", "gpu_ordinal")
+    __slots__ = ("job", "index", "nbytes", "witness", "synth_ms", "gpu_ms", "worker_id", "gpu_ordinal",
+                 "synth_started", "synth_ended", "gpu_started", "gpu_ended")
 
     def __init__(self, job: ActiveJob, index: int, nbytes: int) -> None:
         self.job, self.index, self.nbytes = job, index, nbytes
@@ -73,6 +75,10 @@ class Work:
         self.gpu_ms: float | None = None
         self.worker_id = ""
         self.gpu_ordinal: int | None = None
+        self.synth_started: float | None = None
+        self.synth_ended: float | None = None
+        self.gpu_started: float | None = None
+        self.gpu_ended: float | None = None
 
 
 @dataclass

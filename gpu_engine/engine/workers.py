@@ -77,15 +77,16 @@ class Finalizers:
 
     def _finalize(self, work: Work, out: Any) -> None:
         ledger, job = self.ledger, work.job
-        start = time.monotonic()
+        started_at, start = time.time(), time.monotonic()
         try:
             if self.delay_secs:
                 time.sleep(self.delay_secs)
             proof = self.prover.finalize(work, out)
         except Exception as exc:  # noqa: BLE001 - every failure must settle the partition
-            ledger.partition_error(work, "finalize", exc)
+            ledger.partition_error(work, "finalize", exc, finalize_span=(started_at, time.time()))
             return
         finalize_ms = (time.monotonic() - start) * 1000
+        finalize_span = (started_at, time.time())
         with ledger.lock:
             if ledger.settle_if_stopped(work):
                 return
@@ -96,7 +97,7 @@ class Finalizers:
             job.sums["gpu_ms"] += work.gpu_ms or 0.0
             job.sums["finalize_ms"] += finalize_ms
             ledger.stats.record_phases(synth_ms=work.synth_ms, gpu_ms=work.gpu_ms, finalize_ms=finalize_ms)
-            ledger.settle(work, PartitionState.DONE, "", finalize_ms=finalize_ms)
+            ledger.settle(work, PartitionState.DONE, "", finalize_ms=finalize_ms, finalize_span=finalize_span)
 
 
 class GpuWorker:
@@ -150,20 +151,22 @@ class GpuWorker:
                 return True
             ledger.tracker.partition_gpu_start(job.job_id, work.index, self.worker_id)
         work.worker_id, work.gpu_ordinal = self.worker_id, self.ordinal
-        start = time.monotonic()
+        work.gpu_started, start = time.time(), time.monotonic()
         try:
             out = self.prover.device(work, backend)
         except DeviceError as exc:  # the context is unusable: rebuild the backend
+            work.gpu_ended = time.time()
             stats.record_busy(self.worker_id, start, time.monotonic())
             with ledger.lock:
                 ledger.tracker.worker_error(self.worker_id, str(exc))
             ledger.partition_error(work, "device", exc)
             return False
         except Exception as exc:  # noqa: BLE001 - every failure must settle the partition
+            work.gpu_ended = time.time()
             stats.record_busy(self.worker_id, start, time.monotonic())
             ledger.partition_error(work, "device", exc)
             return True
-        end = time.monotonic()
+        work.gpu_ended, end = time.time(), time.monotonic()
         stats.record_busy(self.worker_id, start, end)
         work.gpu_ms = (end - start) * 1000
         with ledger.lock:

@@ -87,6 +87,7 @@
     }
     stamp(st, body, false);
     st.section.classList.remove("stale");
+    refreshActivity(st);
     tick();
     const c = frame.snapshot && frame.snapshot.counters;
     if (c) {
@@ -106,6 +107,45 @@
         .catch(function () {});
     }, 500);
   }
+
+  // The timeline and charts are server-rendered SVG: a live frame of an engine refetches its
+  // activity region (at most every ACTIVITY_MS), which adds the bars of partitions settled since.
+  const ACTIVITY_MS = 2000;
+  function activitySlot(st) {
+    let slot = st.section.querySelector(".activity-slot");
+    if (!slot && panel.dataset.activityBase) {
+      slot = document.createElement("div");
+      slot.className = "activity-slot";
+      slot.dataset.activityUrl = panel.dataset.activityBase.replace("ENGINE", encodeURIComponent(st.section.dataset.engineId));
+      slot.dataset.window = "10m";
+      st.section.appendChild(slot);
+    }
+    return slot;
+  }
+  function refreshActivity(st, force) {
+    const slot = activitySlot(st);
+    if (!slot || st.activityBusy) return;
+    const wait = (st.activityAt || 0) + ACTIVITY_MS - Date.now();
+    if (wait > 0 && !force) {
+      if (!st.activityTimer) st.activityTimer = setTimeout(function () { st.activityTimer = null; refreshActivity(st); }, wait);
+      return;
+    }
+    st.activityBusy = true;
+    st.activityAt = Date.now();
+    fetch(slot.dataset.activityUrl + "?window=" + encodeURIComponent(slot.dataset.window || "10m"), { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) { if (html !== null && html !== slot.innerHTML) slot.innerHTML = html; })
+      .catch(function () {})
+      .then(function () { st.activityBusy = false; });
+  }
+  enginesEl.addEventListener("click", function (ev) {
+    const link = ev.target.closest && ev.target.closest("[data-window-choice]");
+    const section = link && link.closest("section.engine");
+    if (!section || !engines.has(section.dataset.engineId)) return;
+    ev.preventDefault();
+    activitySlot(engines.get(section.dataset.engineId)).dataset.window = link.dataset.windowChoice;
+    refreshActivity(engines.get(section.dataset.engineId), true);
+  });
 
   function setStale(st, sinceMs) {
     st.section.classList.add("stale");

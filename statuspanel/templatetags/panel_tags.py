@@ -5,6 +5,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from gpu_engine.formatting import duration, human_bytes, ms_duration, worker_label
 
@@ -54,3 +56,49 @@ def phase_title(part: dict[str, Any]) -> str:
     if part.get("error"):
         text += f"\nerror: {part['error']}"
     return text
+
+
+@register.filter
+def share(value: Any) -> str:
+    """A 0..1 share as a whole percentage (a timeline lane's busy share)."""
+    try:
+        return f"{100.0 * float(value):.0f}%"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def window_text(secs: Any) -> str:
+    """A chart window in words: "hour", "24 h"."""
+    secs = float(secs)
+    return "hour" if secs == 3600 else f"{secs / 3600:g} h" if secs % 3600 == 0 else f"{secs / 60:g} min"
+
+
+@register.filter
+def minutes_text(minutes: Any) -> str:
+    return window_text(float(minutes) * 60)
+
+
+@register.filter
+def latency_tables(partitions: Any, jobs: Any) -> list[tuple[Any, str]]:
+    """The two latency tables with their titles, for one loop in the template."""
+    return [(partitions, "partition"), (jobs, "job")]
+
+
+@register.filter
+def lane_rects(lane: Any) -> str:
+    """A timeline lane's gaps and bars as SVG <rect>s with their tooltips, escaped here.
+
+    A 10-minute view of 8 busy workers has thousands of bars: one Python format per bar instead of a
+    template loop keeps the region's render in tens of milliseconds (bench/history.py)."""
+    out = []
+    for g in lane.gaps:
+        out.append(f'<rect class="tl-gap" x="{g.x_pct}%" y="0" width="{g.w_pct}%" height="100%" '
+                   f'data-start="{g.start:.3f}" data-end="{g.end:.3f}"><title>{escape(g.title)}</title></rect>')
+    for b in lane.bars:
+        failed = " ph-failed" if b.failed else ""
+        out.append(f'<rect class="tl-bar ph-{escape(b.phase)} st-{escape(b.state)}{failed}" x="{b.x_pct}%" y="15%" '
+                   f'width="{b.w_pct}%" height="70%" data-job-id="{escape(b.job_id)}" data-index="{b.index}" '
+                   f'data-worker="{escape(b.worker)}" data-phase="{escape(b.phase)}" data-state="{escape(b.state)}" '
+                   f'data-start="{b.start:.3f}" data-end="{b.end:.3f}"><title>{escape(b.title)}</title></rect>')
+    return mark_safe("".join(out))  # every interpolated string above is escaped

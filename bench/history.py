@@ -1,0 +1,258 @@
+"""History at scale: chart and timeline queries over 10^4..10^6 partition runs, the panel's render,
+and a /metrics scrape.
+
+    .venv/bin/python bench/history.py [--rows 10000 100000 1000000] [--database sqlite|postgres]
+                                      [--explain-only] [--json]
+
+Each size gets a fresh database (SQLite file in a temp dir, or a throwaway PostgreSQL database),
+seeded with one bulk INSERT ... SELECT (a recursive CTE / generate_series): runs spread over 30
+days on one engine, one job per 10 runs, plus a dense last 10 minutes (8 workers x 300 partitions)
+for the render. Prints each query's median time and whether its plan uses the index; then the
+activity region's render time (8 workers x 10 minutes) and a scrape with 1,000 live partitions.
+Aims: every query <= 100 ms at 10^6 rows on SQLite; a scrape <= 50 ms. tests/history use
+`--explain-only` to check the plans.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+ENGINE = "bench-engine"
+DAYS = 30
+# The indexes the charts must use (SQLite names a unique constraint's index sqlite_autoindex_<table>_N).
+INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetryminute_unique", "telemetryminute_minute",
+           "sqlite_autoindex_gpu_engine_telemetryminute")
+
+
+def seed(connection, rows: int, now: float) -> None:
+    """Bulk-insert `rows` partition runs (and their jobs) spread over DAYS, ending at `now`."""
+    jobs = max(1, rows // 10)
+    step = DAYS * 86400.0 / rows
+    pg = connection.vendor == "postgresql"
+    if pg:
+        ts, cte = "to_timestamp({})", ""
+        series_j = f"SELECT generate_series(0, {jobs - 1}) AS i"
+        series_r = f"SELECT generate_series(0, {rows - 1}) AS i"
+    else:
+        ts = "strftime('%Y-%m-%d %H:%M:%f', {}, 'unixepoch')"
+        cte = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {}) SELECT i FROM n"
+        series_j, series_r = cte.format(jobs - 1), cte.format(rows - 1)
+    t_job = f"({now} - (i * 10 + 9) * {step})"
+    kind = ("CASE i % 4 WHEN 0 THEN 'porep-c2' WHEN 1 THEN 'snap-update' WHEN 2 THEN 'window-post' "
+            "ELSE 'winning-post' END")
+    with connection.cursor() as c:
+        c.execute(f"""INSERT INTO gpu_engine_proofjob (id, job_id, proof_kind, priority, status, total_partitions,
+            submitted_at, claimed_at, started_at, finished_at, claimed_by, attempts, error, verified, timings)
+            SELECT i + 1, 'bench-job-' || i, {kind}, 0, 'done', 10, {ts.format(t_job + ' - 20')},
+                   {ts.format(t_job + ' - 20')}, {ts.format(t_job + ' - 20')}, {ts.format(t_job)}, '{ENGINE}', 1, '',
+                   {'true' if pg else 1}, '{{}}' FROM ({series_j}) s""")
+        t_end = f"({now} - i * {step})"
+        c.execute(f"""INSERT INTO gpu_engine_partitionrun (job_id, "index", state, synth_ms, gpu_ms, finalize_ms,
+            worker_id, gpu_ordinal, engine_id, error, recorded_at, proof_kind, synth_started_at, synth_ended_at,
+            gpu_started_at, gpu_ended_at, finalize_started_at, finalize_ended_at, ended_at)
+            SELECT i / 10 + 1, i % 10, CASE WHEN i % 97 = 0 THEN 'failed' ELSE 'done' END, 300, 500, 200,
+                   CAST(i % 8 AS TEXT), (i % 8) / 2, '{ENGINE}', '', {ts.format(t_end)},
+                   CASE (i / 10) % 4 WHEN 0 THEN 'porep-c2' WHEN 1 THEN 'snap-update' WHEN 2 THEN 'window-post'
+                        ELSE 'winning-post' END,
+                   {ts.format(t_end + ' - 1.0')}, {ts.format(t_end + ' - 0.7')}, {ts.format(t_end + ' - 0.7')},
+                   {ts.format(t_end + ' - 0.2')}, {ts.format(t_end + ' - 0.2')}, {ts.format(t_end)}, {ts.format(t_end)}
+            FROM ({series_r}) s""")
+        minutes = 7 * 1440  # a full retention of telemetry rollups: two GPUs and the engine row
+        series_m = (f"SELECT generate_series(0, {minutes - 1}) AS i" if pg else cte.format(minutes - 1))
+        t_min = f"({now - now % 60} - i * 60)"
+        c.execute(f"""INSERT INTO gpu_engine_telemetryminute (engine_id, minute, gpu_ordinal, samples, util_pct,
+            util_max_pct, mem_used_bytes, mem_total_bytes, queue_depth)
+            SELECT '{ENGINE}', {ts.format(t_min)}, o.g, 60, 50 + i % 50, 100, 1000000000 + i, 80000000000,
+                   CASE WHEN o.g = -1 THEN i % 20 END
+            FROM ({series_m}) s CROSS JOIN (SELECT -1 AS g UNION ALL SELECT 0 UNION ALL SELECT 1) o""")
+        if pg:
+            c.execute("SELECT setval(pg_get_serial_sequence('gpu_engine_proofjob', 'id'), "
+                      "(SELECT max(id) FROM gpu_engine_proofjob))")
+            c.execute("ANALYZE")
+        else:
+            c.execute("ANALYZE")
+
+
+def seed_render(connection, now: float, workers: int = 8, per_worker: int = 300) -> str:
+    """A dense last 10 minutes on its own engine: `workers` lanes, a partition every 2 s on each."""
+    from datetime import datetime, timezone
+
+    from gpu_engine.models import PartitionRun, ProofJob
+
+    def at(t: float) -> datetime:
+        return datetime.fromtimestamp(t, timezone.utc)
+
+    engine = "bench-render"
+    job = ProofJob.objects.create(job_id="bench-render-job", proof_kind="snap-update", status="done",
+                                  claimed_by=engine)
+    runs = []
+    for w in range(workers):
+        for k in range(per_worker):
+            g0 = now - 600 + k * 2.0 + w * 0.1
+            runs.append(PartitionRun(job=job, index=k % 16, state="done", synth_ms=300, gpu_ms=1500, finalize_ms=400,
+                                     worker_id=str(w), gpu_ordinal=w // 2, engine_id=engine, proof_kind="snap-update",
+                                     synth_started_at=at(g0 - 0.3), synth_ended_at=at(g0), gpu_started_at=at(g0),
+                                     gpu_ended_at=at(g0 + 1.5), finalize_started_at=at(g0 + 1.5),
+                                     finalize_ended_at=at(g0 + 1.9), ended_at=at(g0 + 1.9)))
+    PartitionRun.objects.bulk_create(runs, batch_size=2000)
+    return engine
+
+
+def _explain(connection, sql: str) -> str:
+    with connection.cursor() as c:
+        if connection.vendor == "postgresql":
+            c.execute("EXPLAIN " + sql)
+        else:
+            c.execute("EXPLAIN QUERY PLAN " + sql)
+        return "\n".join(" ".join(str(x) for x in row) for row in c.fetchall())
+
+
+def queries(now: float):
+    from statuspanel import charts
+    from statuspanel.timeline import stored_bars
+
+    return {
+        "timeline 10m": lambda: stored_bars(ENGINE, now - 600),
+        "timeline 60m": lambda: stored_bars(ENGINE, now - 3600),
+        "throughput 1h": lambda: charts.throughput(ENGINE, now),
+        "latency 1h": lambda: charts.latency(ENGINE, 3600, now),
+        "latency 24h": lambda: charts.latency(ENGINE, 86400, now),
+        "telemetry 24h": lambda: charts.telemetry(ENGINE, 86400, now),
+    }
+
+
+def measure(rows: int, explain_only: bool, repeat: int = 5) -> dict:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    now = time.time()
+    t0 = time.perf_counter()
+    seed(connection, rows, now)
+    out: dict = {"rows": rows, "database": connection.vendor, "seed_secs": round(time.perf_counter() - t0, 2),
+                 "queries": {}}
+    for name, fn in queries(now).items():
+        with CaptureQueriesContext(connection) as ctx:
+            fn()
+        plans = [_explain(connection, q["sql"]) for q in ctx.captured_queries]
+        entry = {"plans": plans, "uses_index": all(any(ix in p for ix in INDEXES) for p in plans)}
+        if not explain_only:
+            times = []
+            for _ in range(repeat):
+                t = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t) * 1000)
+            entry["median_ms"] = round(statistics.median(times), 2)
+        out["queries"][name] = entry
+    if not explain_only:
+        out.update(render_and_scrape(connection, now))
+    return out
+
+
+def render_and_scrape(connection, now: float) -> dict:
+    from django.core.cache import cache
+    from django.template.loader import render_to_string
+
+    from gpu_engine import tallies, wire
+    from statuspanel.history import activity_context
+    from statuspanel.metrics import scrape
+
+    engine = seed_render(connection, now)
+    workers = [{"worker_id": w, "gpu_ordinal": w // 2, "state": "proving", "current_job": f"live-{w}",
+                "current_partition": 0, "busy_secs": 0.5} for w in range(8)]
+    snap = {"engine_id": engine, "seq": 1, "published_at": time.time(), "heartbeat_secs": 30.0, "gpu_workers": workers,
+            "pipelines": [], "memory": {"total_bytes": 1 << 34, "used_bytes": 1 << 30}, "counters": {"queue_depth": 5}}
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        html = render_to_string("statuspanel/activity/_activity.html", {"a": activity_context(engine, snap)})
+        times.append((time.perf_counter() - t) * 1000)
+    bars = html.count('class="tl-bar')
+    # A scrape with 1,000 live partitions (63 SnapDeals jobs of 16, minus 8) and a few tally rows.
+    pipes = [{"job_id": f"live-{j}", "proof_kind": "snap-update", "partitions": [
+        {"index": p, "state": ("gpu", "synthesizing", "finalizing", "done", "pending")[p % 5]} for p in range(16)]}
+        for j in range(63)]
+    pipes[-1]["partitions"] = pipes[-1]["partitions"][:8]
+    live = dict(snap, pipelines=pipes)
+    wire.store_snapshot(cache, live, 30.0)
+    wire.register_engine(cache, engine, time.time())
+    tallies.record_outcome(ENGINE, "porep-c2", "done", 100000)
+    tallies.record_durations([(ENGINE, k, p, 1.0) for k in ("porep-c2", "snap-update", "window-post", "winning-post")
+                              for p in tallies.DURATION_PHASES])
+    scrapes = []
+    for _ in range(20):
+        t = time.perf_counter()
+        body = scrape()
+        scrapes.append((time.perf_counter() - t) * 1000)
+    return {"render": {"workers": 8, "bars": bars, "median_ms": round(statistics.median(times), 2)},
+            "scrape": {"live_partitions": sum(len(p["partitions"]) for p in pipes), "bytes": len(body),
+                       "median_ms": round(statistics.median(scrapes), 2)}}
+
+
+def child(args: argparse.Namespace) -> None:
+    """One size, in a process of its own whose DATABASE_URL is the fresh database."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    print(json.dumps(measure(args.rows[0], args.explain_only)))
+
+
+def run_one(rows: int, database: str, explain_only: bool) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, VASTMANAGER_DATA_DIR=tmp, DJANGO_SETTINGS_MODULE="vastmanager.settings",
+                   LOG_LEVEL="WARNING")
+        env.pop("REDIS_URL", None)
+        argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
+        if database == "postgres":
+            from tests.services import private_database
+
+            with private_database("vastmanager_bench") as url:
+                env["DATABASE_URL"] = url
+                out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        else:
+            env.pop("DATABASE_URL", None)
+            out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        if out.returncode:
+            raise RuntimeError(f"bench child failed:\n{out.stderr[-4000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--explain-only", action="store_true", help="check the plans; skip the timings")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args)
+    results = [run_one(n, args.database, args.explain_only) for n in args.rows]
+    if args.json:
+        print(json.dumps(results))
+        return
+    for r in results:
+        print(f"{r['database']}: {r['rows']:>9,} partition runs (seeded in {r['seed_secs']} s)")
+        for name, q in r["queries"].items():
+            ms = f"{q['median_ms']:8.2f} ms" if "median_ms" in q else "       -"
+            print(f"  {name:<14} {ms}  index: {'yes' if q['uses_index'] else 'NO'}")
+        if "render" in r:
+            print(f"  activity render, {r['render']['workers']} workers x 10 min ({r['render']['bars']} bars): "
+                  f"{r['render']['median_ms']:.2f} ms")
+            scrape = r["scrape"]
+            print(f"  /metrics scrape, {scrape['live_partitions']} live partitions: {scrape['median_ms']:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

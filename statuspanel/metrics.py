@@ -1,0 +1,183 @@
+"""`/metrics`: the Prometheus exposition of every live engine, built at scrape time.
+
+A custom collector (no process-global metric objects) builds every series from the latest
+snapshots (wire.latest_snapshots, plus this process's engine) and a few database rows (the
+outcome and duration tallies, gpu_engine/tallies.py), so an engine or worker that is gone leaves
+no series behind and the counters survive restarts. Names follow Prometheus conventions under the
+`vastmanager_` prefix; labels `engine` and `kind`. Auth: the operator's bearer token, the
+read-only status token where one is configured, a logged-in session, or none with METRICS_PUBLIC.
+"""
+from __future__ import annotations
+
+import hmac
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from gpu_engine import tallies
+from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
+from gpu_engine.vocabulary import PHASES, WORKER_STATES
+from statuspanel.auth import _unauthorized, bearer_token, token_is_valid
+from statuspanel.live import current_snapshots
+from statuspanel.rendering import engine_id_of
+
+P = "vastmanager_"
+_OUTCOMES = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _snapshots() -> list[dict[str, Any]]:
+    return current_snapshots()[0]
+
+
+class SnapshotCollector:
+    """Collects one scrape: live series from `snapshots()`, counters and histograms from the tallies."""
+
+    def __init__(self, snapshots=_snapshots, clock=time.time) -> None:
+        self.snapshots, self.clock = snapshots, clock
+
+    def collect(self) -> Iterator[Metric]:
+        snaps = self.snapshots()
+        yield from self._live(snaps)
+        yield from self._outcomes()
+        yield from self._durations()
+
+    def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
+        now = self.clock()
+        up = GaugeMetricFamily(P + "engine_up", "1 for every engine whose snapshot is live", labels=["engine"])
+        hb = GaugeMetricFamily(P + "publisher_heartbeat_age_seconds",
+                               "Seconds since the engine's last published snapshot", labels=["engine"])
+        workers = GaugeMetricFamily(P + "workers", "GPU workers by state", labels=["engine", "state"])
+        wstate = GaugeMetricFamily(P + "worker_state", "1 for the state each GPU worker is in (0 for the others)",
+                                   labels=["engine", "worker", "gpu", "state"])
+        wbusy = GaugeMetricFamily(P + "worker_busy_seconds", "Seconds in the worker's current assignment",
+                                  labels=["engine", "worker", "gpu"])
+        parts = GaugeMetricFamily(P + "partitions", "Partitions in the live view by phase and kind",
+                                  labels=["engine", "kind", "phase"])
+        queue = GaugeMetricFamily(P + "queue_depth", "Jobs waiting in the durable queue", labels=["engine"])
+        mem_used = GaugeMetricFamily(P + "memory_budget_used_bytes", "Memory budget reserved by partitions",
+                                     labels=["engine"])
+        mem_total = GaugeMetricFamily(P + "memory_budget_total_bytes", "Memory budget of the engine", labels=["engine"])
+        synth = GaugeMetricFamily(P + "synthesis_active", "Partitions synthesizing now", labels=["engine"])
+        gpu_labels = ["engine", "gpu", "name"]
+        g_util = GaugeMetricFamily(P + "gpu_utilization_ratio", "GPU utilisation (NVML), 0..1", labels=gpu_labels)
+        g_used = GaugeMetricFamily(P + "gpu_memory_used_bytes", "GPU memory in use (NVML)", labels=gpu_labels)
+        g_total = GaugeMetricFamily(P + "gpu_memory_total_bytes", "GPU memory (NVML)", labels=gpu_labels)
+        g_temp = GaugeMetricFamily(P + "gpu_temperature_celsius", "GPU temperature (NVML)", labels=gpu_labels)
+        g_power = GaugeMetricFamily(P + "gpu_power_watts", "GPU power draw (NVML)", labels=gpu_labels)
+        src_labels = ["engine", "source_kind", "transport"]
+        s_up = GaugeMetricFamily(P + "source_up", "1 when the fleet source's last poll succeeded", labels=src_labels)
+        s_age = GaugeMetricFamily(P + "source_last_poll_age_seconds", "Seconds since the source's last good poll",
+                                  labels=src_labels)
+        s_lat = GaugeMetricFamily(P + "source_poll_latency_seconds", "Duration of the source's last poll",
+                                  labels=src_labels)
+        for snap in snaps:
+            e = engine_id_of(snap)
+            up.add_metric([e], 1)
+            published = _num(snap.get("published_at"))
+            if published is not None:
+                hb.add_metric([e], max(0.0, now - published))
+            by_state: Counter[str] = Counter({s: 0 for s in WORKER_STATES})
+            for w in snap.get("gpu_workers") or []:
+                if not isinstance(w, dict):
+                    continue
+                state, wid, gpu = str(w.get("state") or ""), str(w.get("worker_id")), str(w.get("gpu_ordinal", ""))
+                by_state[state] += 1
+                for s in sorted(set(WORKER_STATES) | {state}):
+                    wstate.add_metric([e, wid, gpu, s], 1 if s == state else 0)
+                wbusy.add_metric([e, wid, gpu], _num(w.get("busy_secs")) or 0.0)
+            for state, n in sorted(by_state.items()):
+                workers.add_metric([e, state], n)
+            phase_counts: Counter[tuple[str, str]] = Counter()
+            for pipe in snap.get("pipelines") or []:
+                if isinstance(pipe, dict):
+                    kind = str(pipe.get("proof_kind") or "")
+                    for part in pipe.get("partitions") or []:
+                        if isinstance(part, dict):
+                            phase_counts[(kind, str(part.get("state") or ""))] += 1
+            for kind in sorted({k for k, _ in phase_counts}):
+                for phase in PHASES:
+                    parts.add_metric([e, kind, phase], phase_counts.get((kind, phase), 0))
+            counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
+            if _num(counters.get("queue_depth")) is not None:
+                queue.add_metric([e], counters["queue_depth"])
+            mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
+            if _num(mem.get("used_bytes")) is not None:
+                mem_used.add_metric([e], mem["used_bytes"])
+            if _num(mem.get("total_bytes")) is not None:
+                mem_total.add_metric([e], mem["total_bytes"])
+            syn = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
+            if _num(syn.get("active")) is not None:
+                synth.add_metric([e], syn["active"])
+            for g in snap.get("gpus") or []:
+                if not isinstance(g, dict):
+                    continue
+                labels = [e, str(g.get("ordinal")), str(g.get("name") or "")]
+                readings = ((g_util, "util_pct", 0.01), (g_used, "mem_used_bytes", 1), (g_total, "mem_total_bytes", 1),
+                            (g_temp, "temp_c", 1), (g_power, "power_w", 1))
+                for fam, key, scale in readings:
+                    if _num(g.get(key)) is not None:
+                        fam.add_metric(labels, float(g[key]) * scale)
+            source = snap.get("source")
+            if isinstance(source, dict):  # a fleet-collected engine: how its poll went
+                labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]
+                s_up.add_metric(labels, 1 if source.get("state") in ("ok", "up") and not source.get("error") else 0)
+                if _num(source.get("last_ok_secs_ago")) is not None:
+                    s_age.add_metric(labels, source["last_ok_secs_ago"])
+                if _num(source.get("poll_ms")) is not None:
+                    s_lat.add_metric(labels, source["poll_ms"] / 1000.0)
+        yield from (up, hb, workers, wstate, wbusy, parts, queue, mem_used, mem_total, synth,
+                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat)
+
+    def _outcomes(self) -> Iterator[Metric]:
+        families = {status: CounterMetricFamily(P + f"jobs_{name}", f"Jobs {name} (from the database)",
+                                                labels=["engine", "kind"])
+                    for status, name in _OUTCOMES.items()}
+        for engine, kind, outcome, count in OutcomeTally.objects.order_by("engine_id", "proof_kind").values_list(
+                "engine_id", "proof_kind", "outcome", "count"):
+            if outcome in families:
+                families[outcome].add_metric([engine, kind], count)
+        yield from families.values()
+
+    def _durations(self) -> Iterator[Metric]:
+        fam = HistogramMetricFamily(P + "phase_duration_seconds",
+                                    "Durations of proven partitions' phases (synthesis, gpu, finalize) and of done "
+                                    "jobs (phase=job), from the database", labels=["engine", "kind", "phase"])
+        for row in DurationTally.objects.order_by("engine_id", "proof_kind", "phase"):
+            fam.add_metric([row.engine_id, row.proof_kind, row.phase], tallies.cumulative(row.buckets or []),
+                           row.sum_secs)
+        yield fam
+
+
+def scrape() -> bytes:
+    """One scrape in the text exposition format."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector())
+    return generate_latest(registry)
+
+
+def _token_ok(token: str) -> bool:
+    status = getattr(settings, "VASTMANAGER_STATUS_TOKEN", "") or ""
+    return token_is_valid(token) or bool(status) and hmac.compare_digest(token.encode(), status.encode())
+
+
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    if not getattr(settings, "METRICS_PUBLIC", False):
+        token = bearer_token(request)
+        if token is not None and not _token_ok(token):
+            return _unauthorized("invalid token")
+        if token is None and not request.user.is_authenticated:
+            return _unauthorized("authentication required: send 'Authorization: Bearer <token>'")
+    return HttpResponse(scrape(), content_type=CONTENT_TYPE_LATEST)
