@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -13,8 +14,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from gpu_engine import formatting, queue
-from gpu_engine.models import EngineHost, JobStatus, PartitionRun, ProofJob
+from gpu_engine import formatting, queue, validation
+from gpu_engine.kinds import get_kind
+from gpu_engine.models import KIND_CHOICES, EngineHost, JobStatus, PartitionRun, ProofJob
 
 
 def _bundle_response(payload: dict, filename: str) -> HttpResponse:
@@ -27,14 +29,43 @@ def _safe_filename(job_id: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in job_id)
 
 
+class ProofJobForm(forms.ModelForm):
+    """The admin's job form: the fields go through the one rule set (gpu_engine/validation.py), so a
+    job added or changed here is refused with the same message the API gives."""
+
+    # Plain fields, so every refusal (an empty one included) carries the rule set's own message.
+    job_id = forms.CharField(required=False, strip=False, help_text="letters, digits and . _ : @ + -")
+    proof_kind = forms.CharField(required=False, widget=forms.Select(choices=[("", "---------"), *KIND_CHOICES]))
+
+    class Meta:
+        model = ProofJob
+        fields = ("job_id", "proof_kind", "priority")
+
+    def _checked(self, name: str, check) -> object:
+        value = self.cleaned_data.get(name)
+        try:
+            return check(value)
+        except validation.JobError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_job_id(self) -> object:
+        return self._checked("job_id", validation.validate_job_id)
+
+    def clean_proof_kind(self) -> object:
+        return self._checked("proof_kind", lambda v: validation.validate_kind(v, circuits=True))
+
+    def clean_priority(self) -> object:
+        return self._checked("priority", validation.validate_priority)
+
+
 class PartitionRunInline(admin.TabularInline):
     model = PartitionRun
     extra = 0
     can_delete = False
-    fields = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "gpu_ordinal", "engine_id",
+    fields = ("index", "attempt", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "gpu_ordinal", "engine_id",
               "error", "recorded_at")
     readonly_fields = fields
-    ordering = ("index", "recorded_at")
+    ordering = ("index", "attempt", "recorded_at")
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -42,6 +73,7 @@ class PartitionRunInline(admin.TabularInline):
 
 @admin.register(ProofJob)
 class ProofJobAdmin(admin.ModelAdmin):
+    form = ProofJobForm
     list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
                     "finished_at", "verified")
     list_filter = ("proof_kind", "status", "claimed_by", "submitted_at", "finished_at")
@@ -54,7 +86,25 @@ class ProofJobAdmin(admin.ModelAdmin):
     exclude = ("bundle",)
     readonly_fields = ("job_id", "proof_kind", "status", "total_partitions", "submitted_at", "claimed_at",
                        "started_at", "finished_at", "claimed_by", "lease_expires_at", "attempts", "error",
-                       "verified", "timings", "bundle_link")
+                       "verified", "vk_fingerprint", "timings", "bundle_link")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ProofJob | None = None) -> tuple[str, ...]:
+        """A new job names its id and kind; after that only the priority may change."""
+        if obj is None:
+            return tuple(f for f in self.readonly_fields if f not in ("job_id", "proof_kind"))
+        return self.readonly_fields
+
+    def get_inlines(self, request: HttpRequest, obj: ProofJob | None) -> list:
+        return self.inlines if obj is not None else []  # a job being added has no runs yet
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict:
+        return {"priority": 0, **super().get_changeform_initial_data(request)}
+
+    def save_model(self, request: HttpRequest, obj: ProofJob, form: forms.ModelForm, change: bool) -> None:
+        if not change:  # a new job is queued with its kind's partition count, like a submitted one
+            obj.total_partitions = get_kind(obj.proof_kind).partitions
+            obj.status = JobStatus.QUEUED
+        super().save_model(request, obj, form, change)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # Bundles are large; the list never shows them.
@@ -100,15 +150,12 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Requeue selected failed jobs", permissions=["change"])
     def requeue_failed(self, request: HttpRequest, queryset: QuerySet) -> None:
-        failed = queryset.filter(status=JobStatus.FAILED)
-        skipped = queryset.count() - failed.count()
-        # Conditional on the status, so a job an engine is touching right now is never overwritten.
-        n = failed.update(status=JobStatus.QUEUED, claimed_by="", claimed_at=None, started_at=None,
-                          finished_at=None, lease_expires_at=None, error="", attempts=0, bundle=None,
-                          verified=False, timings={})
+        n, skipped, refused = queue.requeue_failed(queryset.values_list("pk", flat=True))
         self.message_user(request, f"Requeued {n} failed job(s).", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"Skipped {skipped} job(s) that are not failed.", messages.WARNING)
+        for job_id, reason in refused:
+            self.message_user(request, f"Not requeued: job {job_id!r} cannot be proved: {reason}", messages.ERROR)
 
     @admin.action(description="Cancel selected queued jobs", permissions=["change"])
     def cancel_queued(self, request: HttpRequest, queryset: QuerySet) -> None:

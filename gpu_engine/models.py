@@ -9,8 +9,7 @@ from django.db import models
 
 from gpu_engine import vocabulary as words
 from gpu_engine.kinds import PROOF_KINDS
-
-JOB_ID_MAX = 128
+from gpu_engine.validation import JOB_ID_MAX
 
 
 class JobStatus(models.TextChoices):
@@ -49,6 +48,8 @@ class ProofJob(models.Model):
     error = models.TextField(blank=True, default="")
     bundle = models.JSONField(null=True, blank=True, help_text="The proof bundle (exchange format).")
     verified = models.BooleanField(default=False)
+    vk_fingerprint = models.CharField(max_length=64, blank=True, default="",
+                                      help_text="sha256 of the verifying key the bundle was proved under.")
     timings = models.JSONField(default=dict, blank=True, help_text="Per-phase totals and means in ms.")
 
     class Meta:
@@ -90,6 +91,7 @@ class ProofJob(models.Model):
             "attempts": self.attempts,
             "error": self.error or None,
             "verified": self.verified,
+            "vk_fingerprint": self.vk_fingerprint or None,
             "timings": self.timings or {},
             "has_proof": self.verified,  # set only together with the bundle
         }
@@ -112,6 +114,9 @@ class PartitionRun(models.Model):
 
     job = models.ForeignKey(ProofJob, on_delete=models.CASCADE, related_name="partition_runs")
     index = models.PositiveIntegerField()
+    # The job's claim (ProofJob.attempts when this run's engine claimed it): a job re-proved after a
+    # crash has rows from each claim, told apart by this; 0 for rows from before it was recorded.
+    attempt = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=PartitionState.choices)
     synth_ms = models.FloatField(null=True, blank=True)
     gpu_ms = models.FloatField(null=True, blank=True)
@@ -141,7 +146,7 @@ class PartitionRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.job_id}#{self.index} {self.state}"
+        return f"{self.job_id}#{self.index} attempt {self.attempt} {self.state}"
 
 
 class EngineHost(models.Model):

@@ -6,7 +6,6 @@ can never overwrite the newer owner's result: a job ends with exactly one bundle
 """
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import timedelta
 from typing import Any, Iterable
@@ -16,56 +15,17 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from gpu_engine.kinds import PROOF_KINDS, get_kind
-from gpu_engine.models import FINAL_STATUSES, JOB_ID_MAX, JobStatus, ProofJob
+from gpu_engine.kinds import get_kind
+from gpu_engine.models import FINAL_STATUSES, JobStatus, ProofJob
 from gpu_engine.tallies import record_outcomes
+from gpu_engine.validation import (JOB_ID_RE, PRIORITY_MAX, PRIORITY_MIN, JobError, row_problem,  # noqa: F401
+                                   validate_job_id, validate_kind, validate_priority)
 
-JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*")  # fullmatch: "$" would admit a trailing newline
-PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
 CLAIM_ORDER = ("-priority", "submitted_at", "id")
-
-
-class JobError(ValueError):
-    """A request about a job that cannot be honoured; `status` is the HTTP status it maps to."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def max_attempts() -> int:
     return int(settings.JOB_MAX_ATTEMPTS)
-
-
-def validate_job_id(job_id: Any) -> str:
-    if not isinstance(job_id, str):
-        raise JobError(f"job_id must be a string, got {type(job_id).__name__}")
-    if not job_id:
-        raise JobError("job_id must not be empty")
-    if len(job_id) > JOB_ID_MAX:
-        raise JobError(f"job_id is {len(job_id)} characters long; the limit is {JOB_ID_MAX}")
-    if not JOB_ID_RE.fullmatch(job_id):
-        raise JobError(
-            "job_id may contain only letters, digits and . _ : @ + - (and must start with a letter or digit)"
-        )
-    return job_id
-
-
-def validate_priority(priority: Any) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise JobError(f"priority must be an integer, got {priority!r}")
-    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise JobError(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}")
-    return priority
-
-
-def validate_kind(kind: Any) -> str:
-    if not isinstance(kind, str):
-        raise JobError(f"proof_kind must be a string; valid kinds: {', '.join(PROOF_KINDS)}")
-    try:
-        return get_kind(kind).name
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
 
 
 def new_job_id(kind: str) -> str:
@@ -78,7 +38,7 @@ def submit_job(proof_kind: Any, job_id: Any = None, priority: Any = None) -> tup
     Idempotent like a request id: resubmitting an id with a different kind is a conflict (409),
     since answering with a job of another kind would hide a caller's bug.
     """
-    kind = get_kind(validate_kind(proof_kind))
+    kind = get_kind(validate_kind(proof_kind, circuits=True))
     jid = new_job_id(kind.name) if job_id is None else validate_job_id(job_id)
     prio = kind.priority if priority is None else validate_priority(priority)
     existing = ProofJob.objects.filter(job_id=jid).first()
@@ -214,13 +174,15 @@ def requeue_orphans(engine_id: str) -> tuple[int, int]:
     return requeued, failed
 
 
-def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any]) -> bool:
-    """Store the verified bundle and mark the job done, only if `engine_id` still holds it."""
+def complete_job(pk: int, engine_id: str, bundle: dict, timings: dict[str, Any], *, vk_fingerprint: str = "") -> bool:
+    """Store the verified bundle and mark the job done, only if `engine_id` still holds it;
+    `vk_fingerprint` names the key it was proved under."""
     return bool(
         _finalize(
             ProofJob.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=engine_id), JobStatus.DONE,
             bundle=bundle,
             verified=True,
+            vk_fingerprint=vk_fingerprint,
             timings=timings,
             finished_at=timezone.now(),
             lease_expires_at=None,
@@ -251,6 +213,25 @@ def return_job(pk: int, engine_id: str) -> bool:
             attempts=F("attempts") - 1,
         )
     )
+
+
+def requeue_failed(pks: Iterable[int]) -> tuple[int, int, list[tuple[str, str]]]:
+    """Put failed jobs back in the queue as new (the admin's requeue): (requeued, skipped as not
+    failed, [(job_id, reason)] refused because the row breaks the job rules and could never be proved)."""
+    rows = ProofJob.objects.filter(pk__in=list(pks)).values_list("pk", "job_id", "proof_kind", "priority", "status")
+    sound, skipped, refused = [], 0, []
+    for pk, job_id, kind, priority, status in rows:
+        if status != JobStatus.FAILED:
+            skipped += 1
+        elif (reason := row_problem(kind, job_id, priority)) is not None:
+            refused.append((job_id, reason))
+        else:
+            sound.append(pk)
+    # Conditional on the status, so a job an engine is touching right now is never overwritten.
+    n = ProofJob.objects.filter(pk__in=sound, status=JobStatus.FAILED).update(
+        status=JobStatus.QUEUED, claimed_by="", claimed_at=None, started_at=None, finished_at=None,
+        lease_expires_at=None, error="", attempts=0, bundle=None, verified=False, timings={}, vk_fingerprint="")
+    return n, skipped + len(sound) - n, refused
 
 
 def cancel_job(job_id: str) -> ProofJob:

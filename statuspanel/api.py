@@ -12,8 +12,7 @@ from typing import Any, Callable
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from gpu_engine import queue
-from gpu_engine.kinds import PROOF_KINDS
+from gpu_engine import queue, validation
 from gpu_engine.models import JobStatus, ProofJob
 from statuspanel.auth import api_auth_required
 
@@ -68,7 +67,7 @@ def _parse_body(request: HttpRequest) -> dict[str, Any]:
     if unknown:
         raise queue.JobError(f"unknown field(s): {', '.join(unknown)}; accepted: {', '.join(sorted(SUBMIT_FIELDS))}")
     if "proof_kind" not in body:
-        raise queue.JobError(f"proof_kind is required; valid kinds: {', '.join(PROOF_KINDS)}")
+        raise queue.JobError(f"proof_kind is required; valid kinds: {', '.join(validation.valid_kinds(circuits=True))}")
     return body
 
 
@@ -91,6 +90,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
     try:
         if request.method == "POST":
             body = _parse_body(request)
+            # submit_job applies the one rule set (gpu_engine/validation.py) before storing anything.
             job, created = queue.submit_job(body["proof_kind"], body.get("job_id"), body.get("priority"))
             return JsonResponse(job.to_dict(), status=201 if created else 200)
         return _list(request)
@@ -107,7 +107,7 @@ def _list(request: HttpRequest) -> JsonResponse:
         qs = qs.filter(status=status)
     kind = request.GET.get("kind")
     if kind:
-        qs = qs.filter(proof_kind=queue.validate_kind(kind))
+        qs = qs.filter(proof_kind=validation.validate_kind(kind, circuits=True))
     page = _positive_int(request.GET.get("page"), "page", 1, 10**9)
     size = _positive_int(request.GET.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
     total = qs.count()

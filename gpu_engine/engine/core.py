@@ -29,7 +29,7 @@ from gpu_engine.engine.history import HistoryWriter
 from gpu_engine.engine.ledger import Ledger
 from gpu_engine.engine.rollup import MinuteRollup, RollupWriter
 from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
-from gpu_engine.engine.state import ActiveJob, JobEvent, RunState, WorkQueue
+from gpu_engine.engine.state import ActiveJob, JobEvent, RunState, WorkQueue, guarded
 from gpu_engine.engine.stats import EngineStats
 from gpu_engine.engine.telemetry import TelemetryPoller
 from gpu_engine.engine.workers import Finalizers, GpuWorker, Prover
@@ -50,11 +50,11 @@ class Engine:
         self.tracker = tracker or StatusTracker(budget=self.budget, synth_max=config.synth_workers,
                                                 backend=config.backend, grace_secs=config.grace_secs)
         self.stats = EngineStats()
-        self.history = HistoryWriter()
+        self.run = RunState()
+        self.history = HistoryWriter(on_crash=self.run.crash)
         self.params: dict[str, Any] = {}
         self.part_bytes: dict[str, int] = {}
         self.workers = config.worker_ids()
-        self.run = RunState()
         self.ledger = Ledger(config, self.tracker, self.budget, self.history, self.stats, self.run,
                              self._make_bundle)
         self.work = WorkQueue()
@@ -115,7 +115,7 @@ class Engine:
             worker = GpuWorker(wid, ordinal, cfg.backend, self.ledger, self.work, prover, self._finalizers, self.run)
             spawn.append((worker.run_loop, f"worker-{wid}"))
         for target, name in spawn:
-            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread = threading.Thread(target=guarded(self.run, name, target), name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -130,6 +130,11 @@ class Engine:
     def stop(self, drain_secs: float | None = None, timeout: float | None = 120.0) -> bool:
         self.request_stop(drain_secs)
         return self.wait(timeout)
+
+    @property
+    def fatal_error(self) -> str | None:
+        """The first unexpected crash of an engine thread (the engine stopped because of it), or None."""
+        return self.run.fatal
 
     @property
     def proving_processes(self) -> int:
@@ -160,22 +165,25 @@ class Engine:
         )
 
     def _shutdown(self) -> None:
-        """The feeder's last act: stop workers, finalizers and pools, then the history writer."""
-        self.work.stop_workers(len(self.workers))
-        for thread in self._threads:
-            if thread.name.startswith("worker-"):
-                thread.join()
-        self._finalizers.shutdown()
-        if self.proving_pool is not None:
-            self.proving_pool.shutdown()
-        self.feeder.pool.shutdown()
-        self._heartbeat.stop()
-        if self._telemetry is not None:
-            self._telemetry.stop()
-        self.history.submit(lambda: EngineHost.objects.filter(engine_id=self.config.engine_id).update(
-            stopped_at=timezone.now(), last_heartbeat=timezone.now()))
-        self.history.stop()
-        for thread in self._threads:
-            if thread.name == "heartbeat":
-                thread.join()
-        self.run.stopped.set()
+        """The feeder's last act: stop workers, finalizers and pools, then the history writer.
+        `stopped` is set however this ends: `runprover` waits on it."""
+        try:
+            self.work.stop_workers(len(self.workers))
+            for thread in self._threads:
+                if thread.name.startswith("worker-"):
+                    thread.join()
+            self._finalizers.shutdown()
+            if self.proving_pool is not None:
+                self.proving_pool.shutdown()
+            self.feeder.pool.shutdown()
+            self._heartbeat.stop()
+            if self._telemetry is not None:
+                self._telemetry.stop()
+            self.history.submit(lambda: EngineHost.objects.filter(engine_id=self.config.engine_id).update(
+                stopped_at=timezone.now(), last_heartbeat=timezone.now()))
+            self.history.stop()
+            for thread in self._threads:
+                if thread.name == "heartbeat":
+                    thread.join()
+        finally:
+            self.run.stopped.set()

@@ -19,8 +19,12 @@ from gpu_engine import queue
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.ledger import Ledger
 from gpu_engine.engine.pools import BrokenProcessPool, ProcessPool
-from gpu_engine.engine.state import ActiveJob, RunState, Work, WorkQueue
+from gpu_engine.engine.state import ActiveJob, JobEvent, RunState, Work, WorkQueue
 from gpu_engine.kinds import PROOF_KINDS
+from gpu_engine.validation import row_problem
+
+# After a crash, how long held jobs get to settle before they are given back as they are.
+CRASH_SETTLE_SECS = 5.0
 
 log = logging.getLogger("gpu_engine.engine")
 
@@ -44,6 +48,8 @@ class Feeder:
                 if run.draining.is_set():
                     if run.past_deadline():
                         ledger.return_all()
+                    if run.fatal is not None and run.past_deadline(CRASH_SETTLE_SECS):
+                        ledger.abandon_all()  # a crashed thread may hold partitions that never settle
                     with ledger.lock:
                         if not ledger.active:
                             break
@@ -54,9 +60,14 @@ class Feeder:
                         run.wake.clear()
                     continue
                 self._schedule(*pick)
-        except Exception:
+        except Exception as exc:
             log.exception("feeder crashed; returning held jobs")
+            run.crash("feeder", exc)
             ledger.return_all()
+            deadline = time.monotonic() + CRASH_SETTLE_SECS
+            while ledger.active_ids() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ledger.abandon_all()
         finally:
             connection.close()
             on_exit()
@@ -85,16 +96,29 @@ class Feeder:
             return False
         if row is None:
             return False
+        problem = row_problem(row.proof_kind, row.job_id, row.priority)
+        if problem is not None:
+            self._refuse(row, problem)
+            return True  # the claim was used: look for the next job at once
         kind = PROOF_KINDS[row.proof_kind]
         with ledger.lock:
             if row.job_id in ledger.active:  # our own stale claim is still settling: let it go first
                 queue.return_job(row.pk, cfg.engine_id)
                 return False
-            job = ActiveJob(row.pk, row.job_id, kind.name, row.priority, next(self._claims), kind.partitions)
+            job = ActiveJob(row.pk, row.job_id, kind.name, row.priority, next(self._claims), kind.partitions,
+                            attempt=row.attempts)
             ledger.active[row.job_id] = job
             ledger.tracker.register_job(job.job_id, job.kind, job.total)
         log.debug("claimed %s (%s, attempt %d)", row.job_id, row.proof_kind, row.attempts)
         return True
+
+    def _refuse(self, row: Any, problem: str) -> None:
+        """A claimed row the engine cannot prove (stored around the entry points): it fails with the
+        reason, and the engine goes on with the next job."""
+        reason = f"cannot be proved: {problem}"
+        log.warning("job %r (kind %r): %s", row.job_id, row.proof_kind, reason)
+        queue.fail_job(row.pk, self.config.engine_id, reason)
+        self.ledger.announce(JobEvent(str(row.job_id), str(row.proof_kind), False, 0.0, reason))
 
     def _schedule(self, job: ActiveJob, index: int) -> None:
         ledger, budget = self.ledger, self.ledger.budget

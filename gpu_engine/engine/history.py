@@ -35,9 +35,11 @@ def phase_observations(runs: list[PartitionRun]) -> list[tuple[str, str, str, fl
 
 
 class HistoryWriter:
-    def __init__(self, name: str = "history-writer") -> None:
+    def __init__(self, name: str = "history-writer",
+                 on_crash: Callable[[str, BaseException], None] | None = None) -> None:
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._guarded_run, name=name, daemon=True)
+        self._on_crash = on_crash
         self._pending_runs: list[PartitionRun] = []
         self.errors = 0
 
@@ -62,6 +64,14 @@ class HistoryWriter:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join(timeout)
+
+    def _guarded_run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - a dead writer must stop the engine, not hide
+            log.critical("the history writer crashed", exc_info=True)
+            if self._on_crash is not None:
+                self._on_crash(self._thread.name, exc)
 
     def _run(self) -> None:
         try:

@@ -88,8 +88,8 @@ class Ledger:
         self.budget.release(work.nbytes)
         fin_start, fin_end = finalize_span or (None, None)
         self.history.record_partition(
-            job_id=job.pk, index=work.index, state=state, synth_ms=work.synth_ms, gpu_ms=work.gpu_ms,
-            finalize_ms=finalize_ms, worker_id=work.worker_id, gpu_ordinal=work.gpu_ordinal,
+            job_id=job.pk, index=work.index, attempt=job.attempt, state=state, synth_ms=work.synth_ms,
+            gpu_ms=work.gpu_ms, finalize_ms=finalize_ms, worker_id=work.worker_id, gpu_ordinal=work.gpu_ordinal,
             engine_id=self.config.engine_id, error=error, proof_kind=job.kind,
             synth_started_at=wall(work.synth_started), synth_ended_at=wall(work.synth_ended),
             gpu_started_at=wall(work.gpu_started), gpu_ended_at=wall(work.gpu_ended),
@@ -107,6 +107,22 @@ class Ledger:
     def return_all(self) -> None:
         for job in list(self.active.values()):
             self.stop_job(job, STOP_RETURNED, "engine stopping; returned to the queue")
+
+    def abandon_all(self) -> None:
+        """After an engine crash: give every job still held back to the queue now, in the database,
+        without waiting for partitions a dead thread will never settle (those settle into nothing)."""
+        with self.lock:
+            held = list(self.active.values())
+            for job in held:
+                job.finishing = True
+                if job.stop is None:
+                    job.stop = (STOP_RETURNED, "engine crashed; returned to the queue")
+        for job in held:
+            try:
+                queue.return_job(job.pk, self.config.engine_id)
+            except Exception:  # noqa: BLE001 - the lease expires and the job is requeued anyway
+                log.exception("job %s: could not return it to the queue", job.job_id)
+            self._finished(job, False, job.stop[1])
 
     def _maybe_finish(self, job: ActiveJob) -> None:
         if job.finishing:
@@ -126,7 +142,8 @@ class Ledger:
         try:
             bundle = self._make_bundle(job, [job.proofs[i] for i in range(job.total)])
             timings = job.timings()
-            ok = queue.complete_job(job.pk, self.config.engine_id, bundle, timings)
+            ok = queue.complete_job(job.pk, self.config.engine_id, bundle, timings,
+                                    vk_fingerprint=str(bundle.get("vk_fingerprint", "")))
             if ok:
                 tallies.record_durations([(self.config.engine_id, job.kind, tallies.PHASE_JOB,
                                            timings["wall_ms"] / 1000.0)])
@@ -155,10 +172,14 @@ class Ledger:
             self.active.pop(job.job_id, None)
         event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error)
         if job.stop is None or job.stop[0] != STOP_RETURNED:
-            self.stats.record_job(event)
-            for listener in self.listeners:
-                try:
-                    listener(event)
-                except Exception:  # noqa: BLE001 - a listener's bug must not stop the engine
-                    log.exception("job listener failed")
+            self.announce(event)
         self.run.wake.set()
+
+    def announce(self, event: JobEvent) -> None:
+        """A job reached its end here: count it and tell the listeners."""
+        self.stats.record_job(event)
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # noqa: BLE001 - a listener's bug must not stop the engine
+                log.exception("job listener failed")

@@ -3,12 +3,15 @@ the GPU work queue and the stop request. Mutated only under the ledger's lock (s
 from __future__ import annotations
 
 import itertools
+import logging
 import queue as stdqueue
 import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
+
+log = logging.getLogger("gpu_engine.engine")
 
 # Why a claimed job stopped short of `done`; each maps to one database action (see Engine).
 STOP_FAILED = "failed"        # a partition ran out of attempts: the job fails with the error
@@ -20,9 +23,11 @@ STOP_RETURNED = "returned"    # this engine is shutting down: the job goes back 
 class ActiveJob:
     """A job this engine holds a lease on; mutated only under the engine's lock."""
 
-    def __init__(self, pk: int, job_id: str, kind: str, priority: int, seq: int, total: int) -> None:
+    def __init__(self, pk: int, job_id: str, kind: str, priority: int, seq: int, total: int,
+                 attempt: int = 0) -> None:
         self.pk, self.job_id, self.kind = pk, job_id, kind
         self.priority, self.seq, self.total = priority, seq, total
+        self.attempt = attempt          # the job's claim number (its history rows carry it)
         self.started = time.monotonic()
         self.next_index = 0
         self.retry: list[int] = []
@@ -116,18 +121,42 @@ class WorkQueue:
 
 
 class RunState:
-    """The engine's stop request, shared by every thread: draining, its deadline, and stopped."""
+    """The engine's stop request, shared by every thread: draining, its deadline, and stopped;
+    `fatal` is the first unexpected crash of an engine thread (the engine then stops at once)."""
 
     def __init__(self) -> None:
         self.draining = threading.Event()
         self.stopped = threading.Event()
         self.wake = threading.Event()     # the feeder's wake-up: a claim may be possible now
         self.deadline = float("inf")
+        self.fatal: str | None = None
+        self._fatal_lock = threading.Lock()
+
+    def crash(self, thread: str, exc: BaseException) -> None:
+        """An engine thread died of `exc`: remember the first such error and stop without draining."""
+        with self._fatal_lock:
+            if self.fatal is None:
+                self.fatal = f"engine thread {thread!r} crashed: {type(exc).__name__}: {exc}"
+        self.request_stop(0.0)
 
     def request_stop(self, drain_secs: float) -> None:
         self.deadline = min(self.deadline, time.monotonic() + drain_secs)
         self.draining.set()
         self.wake.set()
 
-    def past_deadline(self) -> bool:
-        return self.draining.is_set() and time.monotonic() >= self.deadline
+    def past_deadline(self, grace: float = 0.0) -> bool:
+        return self.draining.is_set() and time.monotonic() >= self.deadline + grace
+
+
+def guarded(run: RunState, name: str, target: Callable[[], None]) -> Callable[[], None]:
+    """`target` for a thread: an exception escaping it is an engine crash (logged, recorded in
+    `run.fatal`, the engine stops and returns its jobs), never a thread that silently vanishes."""
+
+    def body() -> None:
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 - whatever ends the thread must end the engine
+            log.critical("engine thread %s crashed", name, exc_info=True)
+            run.crash(name, exc)
+
+    return body

@@ -70,7 +70,15 @@ class Finalizers:
         self._executor = ThreadPoolExecutor(count, thread_name_prefix="finalizer")
 
     def submit(self, work: Work, out: Any) -> None:
-        self._executor.submit(self._finalize, work, out)
+        self._executor.submit(self._guarded_finalize, work, out)
+
+    def _guarded_finalize(self, work: Work, out: Any) -> None:
+        """An executor keeps a task's exception in a future nobody reads: here it stops the engine."""
+        try:
+            self._finalize(work, out)
+        except BaseException as exc:  # noqa: BLE001 - a finalizer crash is an engine crash
+            log.critical("finalizer crashed on partition %d of %s", work.index, work.job.job_id, exc_info=True)
+            self.ledger.run.crash("finalizer", exc)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)

@@ -175,6 +175,8 @@ class Command(BaseCommand):
             done = sum(engine.stats.done_by_kind.values())
             failed = sum(engine.stats.failed_by_kind.values())
         self.stdout.write(f"stopped: {done} proved, {failed} failed")
+        if engine.fatal_error is not None:
+            raise CommandError(f"{engine.fatal_error}; held jobs were returned to the queue (see the log above)")
         if server_failed:
             raise CommandError(f"the web server on {host}:{port} stopped unexpectedly; held jobs were returned")
 
