@@ -144,7 +144,7 @@ def bench_partition(cuda, kind: str, scale: int, repeat: int) -> list[str]:
 
     cpu = CpuBackend()
     with tempfile.TemporaryDirectory(prefix="vm-bench-gpu-params-") as tmp:
-        params = api.load_params(kind, tmp, scale)
+        params = api.load_params(kind, tmp, scale, create=True)
         witness = api.synthesize_partition(kind, "ps-bench-gpu-1", 0, scale)
         rows = [f"| partition device stage ({kind}, scale {scale}, domain {params.domain_size}) | ms |", "|---|---|"]
         print("\n".join(rows), flush=True)

@@ -36,7 +36,7 @@ def bench_kinds(scale: int, repeat: int) -> None:
               f"{'msm_g2':>8}{'verify':>8}{'total':>8}  (ms per partition, median of {repeat})")
         for kind in PROOF_KINDS:
             t0 = time.perf_counter()
-            params = api.load_params(kind, tmp, scale)
+            params = api.load_params(kind, tmp, scale, create=True)
             setup_s = time.perf_counter() - t0
             rows = []
             for i in range(repeat):

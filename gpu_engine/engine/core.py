@@ -69,12 +69,15 @@ class Engine:
     # ---- lifecycle ----------------------------------------------------------------------
 
     def prepare(self, progress: Callable[..., None] | None = None) -> None:
-        """Load (or generate once) the parameters of every kind; check a partition fits the budget."""
+        """Load the parameters of every kind (generated only on a first start, see trusted_setup.py);
+        check a partition fits the budget. ParamsUnavailable names an unusable or missing file."""
+        from gpu_engine.trusted_setup import prepare_params
+
         for kind in PROOF_KINDS:
             if kind in self.params:
                 continue
             cb = (lambda *a, _k=kind, **kw: progress(_k, *a, **kw)) if progress else None
-            params = self.g16.load_params(kind, self.config.params_dir, scale=self.config.scale, progress=cb)
+            params = prepare_params(kind, self.config.params_dir, self.config.scale, progress=cb)
             nbytes = int(self.g16.partition_bytes(params))
             if nbytes > self.budget.total_bytes:
                 raise ValueError(f"one {kind} partition needs {nbytes} bytes but the memory budget is "

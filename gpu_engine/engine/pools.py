@@ -6,7 +6,9 @@ same answer: start a fresh executor once (however many callers saw the breakage)
 treat its partition as a failed attempt, and carry on. That policy lives here, once.
 
 Children are started by a forkserver (never fork: the parent holds Django, threads and locks a
-forked child would inherit mid-use) and initialised by `child_init`.
+forked child would inherit mid-use) and initialised by `child_init`. Neither the forkserver nor a
+child dies of a signal sent to the whole process group (a systemd stop, Ctrl-C): the engine alone
+decides when they go, and they go with it.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokenProcessPool", "CHILD_NICENESS", "ProcessPool", "child_init"]
+__all__ = ["BrokenProcessPool", "CHILD_NICENESS", "GROUP_SIGNALS", "ProcessPool", "child_init", "start_forkserver"]
 
 # Pool children run at a lower CPU priority than the engine process, which serves the web: when
 # the cores are all busy, a request or a frame to send wins over a few more ms of an MSM.
@@ -33,29 +35,61 @@ CHILD_NICENESS = 10
 FORKSERVER_PRELOAD = ["gpu_engine.groth16.api", "gpu_engine.backends.cpu", "gpu_engine.engine.proving"]
 
 
+# A stop or a Ctrl-C signals the whole process group (systemd's KillMode=control-group, a terminal):
+# the children must not die of it, since the engine drains its held jobs through them.
+GROUP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+# Imported first by the forkserver: makes it ignore SIGTERM (see forkserver_signals.py).
+FORKSERVER_SIGNALS = "gpu_engine.engine.forkserver_signals"
+
+
+def start_forkserver(preload: Iterable[str]) -> None:
+    """Start this process's forkserver (again, if it died) with our preload list, led by the module
+    that makes it deaf to a group SIGTERM; SIGINT it ignores on its own."""
+    from multiprocessing import forkserver
+
+    modules = [FORKSERVER_SIGNALS, *(m for m in preload if m != FORKSERVER_SIGNALS)]
+    multiprocessing.get_context("forkserver").set_forkserver_preload(modules)
+    forkserver.ensure_running()
+
+
 def child_init(engine_pid: int, preload: Callable[[], None] | None = None) -> None:
     """Initializer of every pool child.
 
-    * SIGINT is ignored: Ctrl-C in a terminal signals the whole process group, and the engine
-      drains its held jobs through these children, then shuts them down itself. (SIGTERM keeps
-      its default: the executor terminates the rest of a broken pool with it. Under systemd use
-      KillMode=mixed so a stop signals only the engine.)
+    * SIGINT and SIGTERM sent to the group are ignored: the engine drains its held jobs through
+      these children, then shuts them down itself (the executor's sentinel, or its `terminate()`
+      of a broken pool: a SIGTERM from the engine's own pid, which the child obeys).
     * The child exits when the engine process does: an engine killed outright leaves no
       orphans holding memory (the stdlib's children would wait on their queue forever).
     * It runs at CHILD_NICENESS.
     * `preload`: work done before the first task (a failure is only logged; the task that needs
       it does it again and reports the real error)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM arrives ignored (inherited from the forkserver). Blocked before any thread starts, so
+    # every thread inherits the mask, it can get its default back: blocked signals wait, for the
+    # one thread that takes them (and only obeys the engine's).
+    signal.pthread_sigmask(signal.SIG_BLOCK, GROUP_SIGNALS)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         os.nice(CHILD_NICENESS)
     except OSError:
         pass
     threading.Thread(target=_exit_with, args=(engine_pid,), name="engine-watch", daemon=True).start()
+    threading.Thread(target=_obey_engine_sigterm, args=(engine_pid,), name="engine-signals", daemon=True).start()
     if preload is not None:
         try:
             preload()
         except Exception:  # noqa: BLE001 - preloading is an optimisation; the task reports the error
             log.exception("pool process %d: preload failed", os.getpid())
+
+
+def _obey_engine_sigterm(engine_pid: int) -> None:
+    """Take the blocked SIGTERMs one by one: exit on one sent by the engine, drop any other."""
+    while True:
+        info = signal.sigwaitinfo({signal.SIGTERM})
+        if info.si_pid == engine_pid:
+            os._exit(128 + signal.SIGTERM)
 
 
 def _exit_with(engine_pid: int) -> None:
@@ -101,8 +135,8 @@ class ProcessPool:
                 self._executor = self._new_executor()
 
     def _new_executor(self) -> ProcessPoolExecutor:
+        start_forkserver(self._forkserver_preload)
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(self._forkserver_preload)
         return ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=child_init,
                                    initargs=(os.getpid(), self._preload))
 

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_engine.groth16.bundle import BundleFormatError, make_bundle, parse_bundle, verify_bundle
+from gpu_engine.groth16.binding import BundleCheck, check_bundle, statement_inputs, verify_bundle
+from gpu_engine.groth16.bundle import BundleFormatError, make_bundle, parse_bundle, parse_vk, vk_json
 from gpu_engine.groth16.circuits import Witness, synthesize
-from gpu_engine.groth16.keys import Params, ParamsFileError, VerifyingKey
-from gpu_engine.groth16.params_cache import load_params
+from gpu_engine.groth16.keys import Params, ParamsFileError, VerifyingKey, vk_fingerprint
+from gpu_engine.groth16.params_cache import ParamsMissing, ParamsUnavailable, load_params, regenerate_params
 from gpu_engine.groth16.prover import DeviceOutput, PartitionProof, Proof, prove_device, prove_finalize
 from gpu_engine.groth16.r1cs import UnsatisfiedConstraint
 from gpu_engine.groth16.setup import Progress
 from gpu_engine.groth16.verifier import verify_partition
-from gpu_engine.kinds import get_kind
+from gpu_engine.kinds import PROOF_KINDS, get_kind
 
 __all__ = [
-    "BundleFormatError", "DeviceOutput", "Params", "ParamsFileError", "PartitionProof", "Proof",
-    "UnsatisfiedConstraint", "VerifyingKey", "Witness", "load_params", "make_bundle", "parse_bundle",
-    "partition_bytes", "prove_device", "prove_finalize", "prove_job", "prove_partition",
-    "synthesize_partition", "verify_bundle", "verify_partition",
+    "PROOF_KINDS", "BundleCheck", "BundleFormatError", "DeviceOutput", "Params", "ParamsFileError", "ParamsMissing",
+    "ParamsUnavailable", "PartitionProof", "Proof", "UnsatisfiedConstraint", "VerifyingKey", "Witness",
+    "check_bundle", "load_params", "make_bundle", "parse_bundle", "parse_vk", "partition_bytes", "prove_device",
+    "prove_finalize", "prove_job", "prove_partition", "regenerate_params", "statement_inputs", "synthesize_partition",
+    "verify_bundle", "verify_partition", "vk_fingerprint", "vk_json",
 ]
 
 _FR_BYTES = 32
@@ -52,7 +54,7 @@ def prove_partition(params: Params, witness: Witness, backend, cpu_backend=None)
 
 def prove_job(kind: str, job_id: str, params_dir: Path | str, scale: int = 1, backend=None,
               progress: Progress | None = None) -> tuple[Params, list[PartitionProof]]:
-    """Prove every partition of one job in this thread (no engine): params and proofs."""
+    """Prove every partition of one job in this thread (no engine): params (which must exist) and proofs."""
     if backend is None:
         from gpu_engine.backends.cpu import CpuBackend
 

@@ -1,8 +1,12 @@
 """The one exchange format for proofs leaving the engine (file, API, admin download).
 
-  {"proof_kind", "job_id",
+  {"proof_kind", "job_id", "vk_fingerprint",
    "vk": {"alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic": [...]},
    "partitions": [{"index", "public_inputs": [...], "proof": {"a", "b", "c"}}]}
+
+`vk_fingerprint` names the verifying key the proofs were made under (`VerifyingKey.fingerprint`);
+the embedded `vk` is informative only: a verifier checks a bundle against its own trusted key and
+the public inputs it derives from (kind, job id, index) itself (groth16/binding.py).
 
 A G1 point is [x, y]; a G2 point is [[x_c0, x_c1], [y_c0, y_c1]] (Fp2 = c0 + c1*u);
 coordinates and public inputs are decimal strings; the point at infinity is all "0".
@@ -20,9 +24,9 @@ from gpu_engine.groth16.field import R
 from gpu_engine.groth16.keys import VerifyingKey
 from gpu_engine.groth16.points import g1_from_ints, g1_to_ints, g2_from_ints, g2_to_ints
 from gpu_engine.groth16.prover import PartitionProof, Proof
-from gpu_engine.groth16.verifier import verify_partition
 
 _DECIMAL = re.compile(r"[0-9]{1,200}")
+_FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleFormatError(ValueError):
@@ -38,17 +42,23 @@ def g2_json(p: G2Point) -> list[list[str]]:
     return [[str(x[0]), str(x[1])], [str(y[0]), str(y[1])]]
 
 
+def vk_json(vk: VerifyingKey) -> dict:
+    """A verifying key in the exchange format (a bundle's `vk`, a `--key` file's `vk`)."""
+    return {
+        "alpha_g1": g1_json(vk.alpha_g1),
+        "beta_g2": g2_json(vk.beta_g2),
+        "gamma_g2": g2_json(vk.gamma_g2),
+        "delta_g2": g2_json(vk.delta_g2),
+        "ic": [g1_json(p) for p in vk.ic],
+    }
+
+
 def make_bundle(kind: str, job_id: str, vk: VerifyingKey, proofs: Sequence[PartitionProof]) -> dict:
     return {
         "proof_kind": kind,
         "job_id": job_id,
-        "vk": {
-            "alpha_g1": g1_json(vk.alpha_g1),
-            "beta_g2": g2_json(vk.beta_g2),
-            "gamma_g2": g2_json(vk.gamma_g2),
-            "delta_g2": g2_json(vk.delta_g2),
-            "ic": [g1_json(p) for p in vk.ic],
-        },
+        "vk_fingerprint": vk.fingerprint(),
+        "vk": vk_json(vk),
         "partitions": [
             {
                 "index": p.index,
@@ -111,14 +121,25 @@ def parse_vk(obj: object) -> VerifyingKey:
     )
 
 
+def parse_fingerprint(bundle: dict) -> str | None:
+    """The key fingerprint a bundle names (None for bundles made before they named one)."""
+    value = bundle.get("vk_fingerprint")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _FINGERPRINT.fullmatch(value):
+        raise BundleFormatError(f"vk_fingerprint: expected 64 lowercase hex digits, got {value!r:.80}")
+    return value
+
+
 def parse_bundle(bundle: object) -> tuple[str, str, VerifyingKey, list[tuple[int, list[int], Proof]]]:
-    """(proof_kind, job_id, vk, [(index, public_inputs, proof)]) or BundleFormatError."""
+    """(proof_kind, job_id, embedded vk, [(index, public_inputs, proof)]) or BundleFormatError."""
     kind = _field(bundle, "proof_kind", "")
     job_id = _field(bundle, "job_id", "")
     if not isinstance(kind, str) or not kind:
         raise BundleFormatError("proof_kind: expected a non-empty string")
     if not isinstance(job_id, str) or not job_id:
         raise BundleFormatError("job_id: expected a non-empty string")
+    parse_fingerprint(bundle)
     vk = parse_vk(_field(bundle, "vk", ""))
     parts = _field(bundle, "partitions", "")
     if not isinstance(parts, list) or not parts:
@@ -139,8 +160,6 @@ def parse_bundle(bundle: object) -> tuple[str, str, VerifyingKey, list[tuple[int
         for j, v in enumerate(values):
             if v >= R:
                 raise BundleFormatError(f"{where}.public_inputs[{j}]: not an element of Fr (>= r)")
-        if len(values) != vk.num_public:
-            raise BundleFormatError(f"{where}.public_inputs: {len(values)} values, the key expects {vk.num_public}")
         proof = _field(part, "proof", where)
         pw = f"{where}.proof"
         out.append((index, values, Proof(
@@ -148,9 +167,3 @@ def parse_bundle(bundle: object) -> tuple[str, str, VerifyingKey, list[tuple[int
             _g1(_field(proof, "c", pw), f"{pw}.c"),
         )))
     return kind, job_id, vk, out
-
-
-def verify_bundle(bundle: dict) -> list[tuple[int, bool]]:
-    """[(partition index, verified)] for every partition; BundleFormatError if malformed."""
-    _, _, vk, parts = parse_bundle(bundle)
-    return [(index, verify_partition(vk, inputs, proof)) for index, inputs, proof in parts]

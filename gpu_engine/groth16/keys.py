@@ -37,6 +37,20 @@ class VerifyingKey:
     def num_public(self) -> int:
         return len(self.ic) - 1
 
+    def fingerprint(self) -> str:
+        """sha256 (hex) of the key's points in a fixed order: names this key in bundles and job rows."""
+        return vk_fingerprint(self)
+
+
+def vk_fingerprint(vk: VerifyingKey) -> str:
+    h = hashlib.sha256(b"vastmanager-groth16-vk-v1")
+    for p in (vk.alpha_g1, vk.beta_g2, vk.gamma_g2, vk.delta_g2):
+        h.update(g1_to_bytes(p) if isinstance(p, G1Point) else g2_to_bytes(p))
+    h.update(struct.pack("<I", len(vk.ic)))
+    for p in vk.ic:
+        h.update(g1_to_bytes(p))
+    return h.hexdigest()
+
 
 @dataclass
 class Params:

@@ -23,12 +23,14 @@ def test_every_kind_is_proved_verified_and_recorded(make_engine):
         job = ProofJob.objects.get(job_id=f"e2e-{kind}")
         assert job.status == "done", job.error
         assert job.verified and job.bundle is not None
-        results = verify_bundle(job.bundle)
+        vk = engine.params[kind].vk  # the engine's own key, not the one inside the bundle
+        results = verify_bundle(job.bundle, vk)
+        assert job.vk_fingerprint == job.bundle["vk_fingerprint"] == vk.fingerprint()
         assert len(results) == PROOF_KINDS[kind].partitions
         assert all(ok for _, ok in results)
         runs = list(PartitionRun.objects.filter(job=job).order_by("index"))
         assert [r.index for r in runs] == list(range(PROOF_KINDS[kind].partitions))
-        assert all(r.state == "done" and r.engine_id == "test-engine" and r.worker_id.isdigit()
+        assert all(r.state == "done" and r.attempt == job.attempts == 1 and r.engine_id == "test-engine" and r.worker_id.isdigit()
                    and r.gpu_ordinal == 0 and r.synth_ms > 0 and r.gpu_ms > 0 and r.finalize_ms > 0 for r in runs)
         assert job.timings["partitions"] == PROOF_KINDS[kind].partitions
         for key in ("mean_synthesis_ms", "mean_ntt_ms", "mean_msm_g1_ms", "mean_msm_g2_ms", "mean_gpu_ms"):

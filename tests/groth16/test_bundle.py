@@ -15,25 +15,31 @@ from gpu_engine.groth16 import api
 
 
 @pytest.fixture(scope="module")
+def vk(params_dir) -> api.VerifyingKey:
+    return api.load_params("window-post", params_dir).vk
+
+
+@pytest.fixture(scope="module")
 def bundle(prove_one) -> dict:
     params, pp = prove_one("window-post", job_id="wp-bundle")
     return json.loads(json.dumps(api.make_bundle("window-post", "wp-bundle", params.vk, [pp])))
 
 
-def test_round_trip_verifies(bundle):
-    assert api.verify_bundle(bundle) == [(0, True)]
+def test_round_trip_verifies(bundle, vk):
+    assert api.verify_bundle(bundle, vk) == [(0, True)]
     assert bundle["proof_kind"] == "window-post" and bundle["job_id"] == "wp-bundle"
+    assert bundle["vk_fingerprint"] == vk.fingerprint()
     assert all(isinstance(x, str) for x in bundle["partitions"][0]["public_inputs"])
 
 
-def test_tampered_bundle_fails_the_partition(bundle):
+def test_tampered_bundle_fails_the_partition(bundle, vk):
     bad = copy.deepcopy(bundle)
     bad["partitions"][0]["public_inputs"][0] = str(int(bad["partitions"][0]["public_inputs"][0]) + 1)
-    assert api.verify_bundle(bad) == [(0, False)]
+    assert api.verify_bundle(bad, vk) == [(0, False)]
     swapped = copy.deepcopy(bundle)
     proof = swapped["partitions"][0]["proof"]
     proof["a"], proof["c"] = proof["c"], proof["a"]
-    assert api.verify_bundle(swapped) == [(0, False)]
+    assert api.verify_bundle(swapped, vk) == [(0, False)]
 
 
 @pytest.mark.parametrize(
@@ -45,23 +51,23 @@ def test_tampered_bundle_fails_the_partition(bundle):
         (lambda b: b["vk"]["alpha_g1"].__setitem__(0, "5"), r"vk\.alpha_g1: .*not a valid G1 point"),
         (lambda b: b["vk"]["beta_g2"][1].__setitem__(1, "7"), r"vk\.beta_g2: .*not a valid G2 point"),
         (lambda b: b["partitions"][0]["proof"].pop("b"), r"partitions\[0\]\.proof\.b: missing"),
-        (lambda b: b["partitions"][0]["public_inputs"].pop(), r"partitions\[0\]\.public_inputs: 3 values, the key expects 4"),
+        (lambda b: b.__setitem__("vk_fingerprint", "ABC"), r"vk_fingerprint: expected 64 lowercase hex digits"),
         (lambda b: b["partitions"][0]["public_inputs"].__setitem__(0, str(2**255)), r"not an element of Fr"),
         (lambda b: b["partitions"].append(copy.deepcopy(b["partitions"][0])), r"partitions\[1\]\.index: partition 0 appears twice"),
         (lambda b: b["partitions"][0].__setitem__("index", "0"), r"partitions\[0\]\.index: expected a non-negative integer"),
         (lambda b: b.__setitem__("partitions", {}), r"partitions: expected a non-empty list"),
     ],
 )
-def test_malformed_bundle_names_the_field(bundle, mutate, message):
+def test_malformed_bundle_names_the_field(bundle, vk, mutate, message):
     bad = copy.deepcopy(bundle)
     mutate(bad)
     with pytest.raises(api.BundleFormatError, match=message):
-        api.verify_bundle(bad)
+        api.verify_bundle(bad, vk)
 
 
-def test_not_an_object_is_malformed():
+def test_not_an_object_is_malformed(vk):
     with pytest.raises(api.BundleFormatError, match="expected an object"):
-        api.verify_bundle([])
+        api.verify_bundle([], vk)
 
 
 # --- the independent check: py_ecc's own pairing, fed only from the JSON -------------------

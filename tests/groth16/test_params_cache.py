@@ -1,7 +1,6 @@
-"""The parameter cache: reused from disk, corrupt or stale files regenerated, never used."""
+"""The parameter cache, a trusted setup: reused from disk; a missing, corrupt or stale file is an error that
+names the file and the command to regenerate it, never silently replaced; `regenerate_params` replaces on purpose."""
 from __future__ import annotations
-
-import logging
 
 import pytest
 
@@ -28,9 +27,19 @@ def _load_from_disk(directory):
     return api.load_params(KIND, directory)
 
 
+def test_missing_file_is_an_error_unless_creation_is_asked(params_dir):
+    with pytest.raises(api.ParamsMissing) as caught:
+        api.load_params(KIND, params_dir)
+    message = str(caught.value)
+    assert f"{params_dir}/{KIND}-" in message and ".params: missing" in message
+    assert f"manage.py genparams --force --kind {KIND} --scale 1 --params-dir {params_dir}" in message
+    assert not list(params_dir.glob("*.params"))
+
+
 def test_generated_once_then_read_back(params_dir):
     steps = []
-    first = api.load_params(KIND, params_dir, progress=lambda step, done, total: steps.append((step, done, total)))
+    first = api.load_params(KIND, params_dir, progress=lambda step, done, total: steps.append((step, done, total)),
+                            create=True)
     assert steps and steps[-1][0] == "done" and steps[-1][1] == steps[-1][2]
     path = _only_file(params_dir)
     assert first.shape_hash in path.name
@@ -42,8 +51,8 @@ def test_generated_once_then_read_back(params_dir):
 
 
 @pytest.mark.parametrize("damage", ["flip_byte", "truncate", "garbage"])
-def test_corrupt_file_is_regenerated_with_a_warning(params_dir, caplog, damage):
-    first = api.load_params(KIND, params_dir)
+def test_corrupt_file_is_an_error_naming_it_and_is_left_alone(params_dir, damage):
+    api.load_params(KIND, params_dir, create=True)
     path = _only_file(params_dir)
     raw = bytearray(path.read_bytes())
     if damage == "flip_byte":
@@ -53,11 +62,23 @@ def test_corrupt_file_is_regenerated_with_a_warning(params_dir, caplog, damage):
     else:
         raw = bytearray(b"not a parameter file")
     path.write_bytes(bytes(raw))
-    with caplog.at_level(logging.WARNING, logger="gpu_engine.groth16.params_cache"):
-        regenerated = _load_from_disk(params_dir)
-    assert "rejected" in caplog.text and "regenerating" in caplog.text
-    assert regenerated.vk.alpha_g1 != first.vk.alpha_g1  # new toxic waste: really regenerated
-    assert load_params_bytes(path.read_bytes(), first.shape_hash).vk.alpha_g1 == regenerated.vk.alpha_g1
+    for create in (False, True):  # not even a first start may replace a file that is there
+        params_cache.forget_loaded(params_dir)
+        with pytest.raises(api.ParamsUnavailable) as caught:
+            api.load_params(KIND, params_dir, create=create)
+        message = str(caught.value)
+        assert str(path) in message and "unusable" in message
+        assert f"`manage.py genparams --force --kind {KIND} --scale 1 --params-dir {params_dir}`" in message
+    assert path.read_bytes() == bytes(raw)
+
+
+def test_regenerate_makes_a_new_key_on_purpose(params_dir):
+    first = api.load_params(KIND, params_dir, create=True)
+    path = _only_file(params_dir)
+    path.write_bytes(b"corrupt")
+    regenerated = api.regenerate_params(KIND, params_dir)
+    assert regenerated.vk.fingerprint() != first.vk.fingerprint()  # new toxic waste: really a new setup
+    assert _load_from_disk(params_dir).vk.fingerprint() == regenerated.vk.fingerprint()
     witness = api.synthesize_partition(KIND, "after-regen", 0)
     from gpu_engine.backends.cpu import CpuBackend
 
@@ -66,18 +87,17 @@ def test_corrupt_file_is_regenerated_with_a_warning(params_dir, caplog, damage):
 
 
 def test_stale_file_for_another_shape_is_refused(params_dir):
-    params = api.load_params(KIND, params_dir)
+    params = api.load_params(KIND, params_dir, create=True)
     data = dump_params(params)
     with pytest.raises(ParamsFileError, match="stale"):
         load_params_bytes(data, "0" * 64)
 
 
-def test_file_under_the_right_name_with_another_shape_inside_is_regenerated(params_dir, caplog):
-    params = api.load_params(KIND, params_dir)
+def test_file_under_the_right_name_with_another_shape_inside_is_refused(params_dir):
+    api.load_params(KIND, params_dir, create=True)
     path = _only_file(params_dir)
-    foreign = api.load_params("window-post", params_dir)
+    foreign = api.load_params("window-post", params_dir, create=True)
     path.write_bytes(dump_params(foreign))  # valid checksum, wrong circuit
-    with caplog.at_level(logging.WARNING):
-        again = _load_from_disk(params_dir)
-    assert "stale" in caplog.text
-    assert again.num_vars == params.num_vars and again.vk.alpha_g1 != foreign.vk.alpha_g1
+    params_cache.forget_loaded(params_dir)
+    with pytest.raises(api.ParamsUnavailable, match="stale"):
+        api.load_params(KIND, params_dir)

@@ -8,14 +8,16 @@ import sys
 import time
 from pathlib import Path
 
+from tests.credentials import TOKEN
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class Site:
     def __init__(self, data_dir: Path, params_dir: Path, **env: str) -> None:
-        self.data_dir = data_dir
+        self.data_dir, self.params_dir = data_dir, params_dir
         self.env = {**os.environ, "VASTMANAGER_DATA_DIR": str(data_dir), "VASTMANAGER_PARAMS_DIR": str(params_dir),
-                    "DATABASE_URL": f"sqlite:///{data_dir / 'db.sqlite3'}", "VASTMANAGER_TOKEN": "site-token",
+                    "DATABASE_URL": f"sqlite:///{data_dir / 'db.sqlite3'}", "VASTMANAGER_TOKEN": TOKEN,
                     "JOB_LEASE_SECS": "2", "HEARTBEAT_SECS": "0.5", "PYTHONUNBUFFERED": "1", **env}
         self.env.pop("DJANGO_SETTINGS_MODULE", None)
         self.manage("migrate", "-v0")
@@ -24,11 +26,15 @@ class Site:
         return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
                               text=True, timeout=timeout, check=True)
 
-    def start(self, *args: str, log_name: str = "runprover.log") -> subprocess.Popen:
-        log = open(self.data_dir / log_name, "w")
+    def start(self, *args: str, log_name: str = "runprover.log", group: bool = False,
+              append: bool = False) -> subprocess.Popen:
+        """runprover --no-serve on the CPU; `group`: in a process group (session) of its own, as a
+        service manager runs it, so the test can signal the whole group."""
+        log = open(self.data_dir / log_name, "a" if append else "w")
         return subprocess.Popen([sys.executable, "manage.py", "runprover", "--no-serve", "--backend", "cpu",
                                  "--synth-workers", "1", *args],
-                                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True)
+                                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=group)
 
     def log(self, log_name: str = "runprover.log") -> str:
         return (self.data_dir / log_name).read_text()
@@ -57,3 +63,21 @@ def wait_until(predicate, timeout: float = 90.0, interval: float = 0.1, proc: su
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def unit_stop_settings(unit: Path = ROOT / "docs" / "vastmanager.service") -> tuple[float, float, str]:
+    """(--drain-secs of ExecStart, TimeoutStopSec, KillMode) of the shipped systemd unit."""
+    values: dict[str, str] = {}
+    for line in unit.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, value = line.split("=", 1)
+            values[key.strip()] = value.strip()
+    args = values["ExecStart"].split()
+    drain = float(args[args.index("--drain-secs") + 1])
+    return drain, float(values["TimeoutStopSec"]), values.get("KillMode", "control-group")
+
+
+def log_troubles(text: str) -> list[str]:
+    """Lines of a runprover log that speak of a failure: errors, tracebacks, dead or rebuilt pools."""
+    words = ("ERROR", "CRITICAL", "Traceback", "died", "starting a new", "WARNING")
+    return [line for line in text.splitlines() if any(w in line for w in words)]

@@ -13,12 +13,13 @@ import urllib.request
 import pytest
 import websockets
 
-from gpu_engine.groth16.api import verify_bundle
+from gpu_engine.groth16.api import load_params, verify_bundle
+from tests.credentials import TOKEN
 from tests.process_support import free_port
 from tests.runprover.helpers import ROOT, wait_until
 
 
-def call(base: str, path: str, body: dict | None = None, token: str = "site-token") -> tuple[int, dict]:
+def call(base: str, path: str, body: dict | None = None, token: str = TOKEN) -> tuple[int, dict]:
     request = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     try:
@@ -60,12 +61,12 @@ def test_serves_api_and_live_status_while_proving(site, tmp_path):
         status, job = call(base, "/api/jobs", {"proof_kind": "porep-c2", "job_id": "ps-porep-1000-42-7"})
         assert status == 201 and job["status"] == "queued"
         snap = asyncio.run(snapshots_until(
-            f"ws://127.0.0.1:{port}/ws/status/?token=site-token&format=json", base,
+            f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format=json", base,
             lambda s: any(p["job_id"] == "ps-porep-1000-42-7" for p in s.get("pipelines", []))))
         assert snap["engine_id"] == "embedded-1" and snap["backend"] == "cpu"
         wait_until(lambda: call(base, "/api/jobs/ps-porep-1000-42-7")[1]["status"] == "done", proc=proc)
         status, bundle = call(base, "/api/jobs/ps-porep-1000-42-7/proof")
-        assert status == 200 and all(ok for _, ok in verify_bundle(bundle))
+        assert status == 200 and all(ok for _, ok in verify_bundle(bundle, load_params("porep-c2", site.params_dir).vk))
         assert call(base, "/api/status")[1]["counters"]["total_completed"] == 1
     finally:
         proc.send_signal(signal.SIGINT)
@@ -73,5 +74,5 @@ def test_serves_api_and_live_status_while_proving(site, tmp_path):
         log.close()
     output = (tmp_path / "serve.log").read_text()
     assert code == 0, output
-    assert f"panel      {base}/" in output and f"login      {base}/login?token=site-token" in output
+    assert f"panel      {base}/" in output and f"login      {base}/login?token={TOKEN}" in output
     assert "done   porep-c2      ps-porep-1000-42-7" in output

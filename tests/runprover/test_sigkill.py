@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from gpu_engine.groth16.api import verify_bundle
+from gpu_engine.groth16.api import load_params, verify_bundle
 from tests.runprover.helpers import wait_until
 
 
@@ -35,7 +35,8 @@ def test_job_of_killed_engine_is_proved_by_the_next(site):
     for _job_id, status, _claimed_by, _attempts, bundle in rows:
         assert status == "done", site.log("b.log")
         assert bundle is not None
-        results = verify_bundle(json.loads(bundle))
+        bundle = json.loads(bundle)
+        results = verify_bundle(bundle, load_params(bundle["proof_kind"], site.params_dir).vk)
         assert results and all(ok for _, ok in results)
     porep = {r[0]: r for r in rows}["killed-porep"]
     assert porep[2] == "engine-b" and porep[3] == 2

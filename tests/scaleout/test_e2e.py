@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpu_engine.groth16.api import load_params, make_bundle, verify_bundle
+from gpu_engine.groth16.api import load_params, make_bundle, parse_vk, verify_bundle
 from gpu_engine.kinds import PROOF_KINDS
 from tests.scaleout.cluster import Cluster, FrameStream, connect_snapshots, private_database, wait_until
 from tests.services import private_redis_prefix, redis_keys
@@ -53,7 +53,7 @@ def _check_job(cluster: Cluster, job_id: str, kind: str, vks: dict[str, dict]) -
     assert status == 200, bundle
     assert bundle["job_id"] == job_id and bundle["proof_kind"] == kind
     assert bundle["vk"] == vks[kind], f"{job_id}: the bundle's verifying key is not the {kind} key"
-    results = verify_bundle(bundle)
+    results = verify_bundle(bundle, parse_vk(vks[kind]))
     assert results == [(i, True) for i in range(PROOF_KINDS[kind].partitions)], results
     return owner
 

@@ -10,24 +10,29 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from gpu_engine import validation
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.groth16 import api
 from gpu_engine.kinds import PROOF_KINDS, get_kind
+from gpu_engine.trusted_setup import prepare_params
 
 
 class Command(BaseCommand):
     help = "Prove every partition of one job on the CPU, verify it, and write the JSON proof bundle."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--kind", required=True, choices=sorted(PROOF_KINDS))
+        parser.add_argument("--kind", required=True, help=f"one of: {', '.join(PROOF_KINDS)}")
         parser.add_argument("--job-id", default=None, help="job id (default: a fresh one)")
         parser.add_argument("--out", required=True, help="where to write the bundle (JSON)")
         parser.add_argument("--scale", type=int, default=None, help="circuit scale (default: CIRCUIT_SCALE)")
         parser.add_argument("--params-dir", default=None, help="parameter directory (default: PARAMS_DIR)")
 
     def handle(self, *args, **opts) -> None:
-        kind = opts["kind"]
-        job_id = opts["job_id"] or f"{kind}-{uuid.uuid4().hex[:12]}"
+        try:  # the job rules of every entry point (gpu_engine/validation.py)
+            kind = validation.validate_kind(opts["kind"])
+            job_id = validation.validate_job_id(opts["job_id"] or f"{kind}-{uuid.uuid4().hex[:12]}")
+        except validation.JobError as exc:
+            raise CommandError(str(exc)) from None
         scale = opts["scale"] if opts["scale"] is not None else settings.CIRCUIT_SCALE
         if scale < 1:
             raise CommandError(f"--scale must be a positive integer, got {scale}")
@@ -40,7 +45,9 @@ class Command(BaseCommand):
             raise CommandError(f"--out: directory {str(out.parent)!r} does not exist")
         t0 = time.perf_counter()
         try:
-            params = api.load_params(kind, params_dir, scale)
+            params = prepare_params(kind, params_dir, scale)
+        except api.ParamsUnavailable as exc:
+            raise CommandError(str(exc)) from None
         except OSError as exc:  # the parameter directory cannot be made or written
             raise CommandError(f"--params-dir {params_dir}: {exc.strerror or exc}") from None
         backend = CpuBackend()

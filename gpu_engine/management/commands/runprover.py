@@ -93,22 +93,18 @@ class Command(BaseCommand):
             raise CommandError("the database has unapplied migrations; run `manage.py migrate` first")
 
     def _banner(self, engine: Engine, serve: bool, host: str, port: int) -> None:
-        from statuspanel.auth import api_token, login_url
+        from statuspanel.auth import token_banner_lines
 
         cfg = engine.config
-        token = api_token()
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{port}"
         db = settings.DATABASES["default"]
         lines = ["", "vastmanager runprover", f"  engine     {cfg.engine_id}"]
         if serve:
-            lines += [f"  panel      {base}/",
-                      f"  login      {login_url(base)}",
+            lines += [f"  panel      {base}/", *token_banner_lines(base),
                       f"  API        {base}/api/jobs   (Authorization: Bearer <token>)"]
         else:
             lines += ["  panel      not served here (--no-serve)"]
-        if not settings.VASTMANAGER_TOKEN:
-            lines += [f"  token      {token}   (kept in {settings.DATA_DIR / 'api_token'})"]
         lines += [
             f"  backend    {cfg.backend}: {len(engine.workers)} worker(s) "
             f"({', '.join(f'W{w}' for w, _ in engine.workers)}) on device(s) {','.join(map(str, cfg.gpus))}",
@@ -192,11 +188,10 @@ class Command(BaseCommand):
             raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
     def _server(self, host: str, port: int, publisher):
-        """Daphne for the panel and API, publishing onto its loop once it is listening."""
-        from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
-
+        """Daphne for the panel and API (with body limits and WebSocket back-pressure: vastmanager.server),
+        publishing onto its loop once it is listening."""
         from vastmanager.asgi import build_application
+        from vastmanager.server import build_server
 
         def ready() -> None:
             import asyncio
@@ -204,13 +199,8 @@ class Command(BaseCommand):
             publisher.attach_loop(asyncio.get_event_loop())
             publisher.start()
 
-        return Server(
-            application=build_application(),  # serves the panel's static files itself
-            endpoints=build_endpoint_description_strings(host=host, port=port),
-            signal_handlers=False,
-            ready_callable=ready,
-            verbosity=0,
-        )
+        # The application serves the panel's static files itself.
+        return build_server(build_application(), host, port, ready_callable=ready)
 
     @staticmethod
     def _stop_server_after(engine: Engine) -> None:

@@ -1,39 +1,93 @@
-"""manage.py verifyproof FILE: check a proof bundle. Exit 0 all verify, 1 one does not, 2 malformed."""
+"""manage.py verifyproof FILE [--key KEYFILE]: check a proof bundle against a trusted key and its own job.
+
+The bundle is verified against the engine's own key for its kind (from the parameter directory),
+or the key in KEYFILE (written by `manage.py exportkey`), never the key embedded in the bundle; the
+public inputs are derived here from (kind, job id, index). Each broken binding is named.
+
+Exit status: 0 every partition verifies and the bundle is bound to its job and key;
+1 a partition does not verify or a binding is broken; 2 the bundle is unreadable or malformed;
+3 there is no trusted key to check against (parameters missing or corrupt, KEYFILE unusable).
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from gpu_engine.groth16 import api
 
+EXIT_INVALID, EXIT_MALFORMED, EXIT_NO_KEY = 1, 2, 3
+
+
+def _read_json(path: Path, what: str, code: int) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot read the {what}: {exc.strerror or exc}", returncode=code) from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
+        raise CommandError(f"{path}: malformed {what}: not JSON ({exc})", returncode=code) from None
+
 
 class Command(BaseCommand):
-    help = "Verify every partition of a JSON proof bundle (exit 0: all valid, 1: a partition fails, 2: malformed)."
+    help = ("Verify a JSON proof bundle against the engine's key (or --key) and its job "
+            "(exit 0: valid, 1: invalid or not bound, 2: malformed, 3: no trusted key).")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", help="the bundle written by proveonce or downloaded from the panel")
+        parser.add_argument("--key", default=None, metavar="KEYFILE",
+                            help="verify against this key file (manage.py exportkey) instead of the engine's key")
+        parser.add_argument("--scale", type=int, default=None, help="circuit scale (default: CIRCUIT_SCALE)")
+        parser.add_argument("--params-dir", default=None, help="parameter directory (default: PARAMS_DIR)")
 
     def handle(self, *args, **opts) -> None:
         path = Path(opts["file"])
+        bundle = _read_json(path, "bundle", EXIT_MALFORMED)
         try:
-            bundle = json.loads(path.read_text())
-        except OSError as exc:
-            raise CommandError(f"{path}: cannot read: {exc.strerror or exc}", returncode=2) from None
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
-            raise CommandError(f"{path}: malformed: not JSON ({exc})", returncode=2) from None
-        try:
-            results = api.verify_bundle(bundle)
+            kind, job_id, _, _ = api.parse_bundle(bundle)
         except api.BundleFormatError as exc:
-            raise CommandError(f"{path}: malformed: {exc}", returncode=2) from None
-        failed = [index for index, ok in results if not ok]
-        for index, ok in results:
+            raise CommandError(f"{path}: malformed: {exc}", returncode=EXIT_MALFORMED) from None
+        scale = opts["scale"] if opts["scale"] is not None else settings.CIRCUIT_SCALE
+        if scale < 1:
+            raise CommandError(f"--scale must be a positive integer, got {scale}", returncode=EXIT_NO_KEY)
+        vk, source = self._trusted_key(kind, scale, opts)
+        check = api.check_bundle(bundle, vk, scale=scale)
+        for index, ok in check.partitions:
             self.stdout.write(f"partition {index}: {'valid' if ok else 'INVALID'}")
-        label = f"{bundle['proof_kind']} job {bundle['job_id']}"
+        for note in check.notes:
+            self.stdout.write(f"note: {note}")
+        label = f"{kind} job {job_id}"
+        failed = [index for index, ok in check.partitions if not ok]
+        problems = list(check.mismatches)
         if failed:
-            raise CommandError(
-                f"{label}: partition(s) {', '.join(map(str, failed))} of {len(results)} failed verification",
-                returncode=1,
-            )
-        self.stdout.write(self.style.SUCCESS(f"{label}: all {len(results)} partition(s) verify"))
+            problems.append(f"partition(s) {', '.join(map(str, failed))} of {len(check.partitions)} failed "
+                            f"verification against {source}")
+        if problems:
+            raise CommandError(f"{label}: " + "; ".join(problems), returncode=EXIT_INVALID)
+        self.stdout.write(self.style.SUCCESS(
+            f"{label}: all {len(check.partitions)} partition(s) verify against {source} ({check.key_fingerprint})"))
+
+    def _trusted_key(self, kind: str, scale: int, opts: dict) -> tuple[api.VerifyingKey, str]:
+        if opts["key"] is not None:
+            key_path = Path(opts["key"])
+            data = _read_json(key_path, "key file", EXIT_NO_KEY)
+            vk_obj = data.get("vk", data) if isinstance(data, dict) else data
+            try:
+                vk = api.parse_vk(vk_obj)
+            except api.BundleFormatError as exc:
+                raise CommandError(f"{key_path}: malformed key file: {exc}", returncode=EXIT_NO_KEY) from None
+            named = data.get("proof_kind") if isinstance(data, dict) else None
+            if named is not None and named != kind:
+                raise CommandError(f"proof_kind: the bundle is a {kind} proof, the key file {key_path} is for {named}",
+                                   returncode=EXIT_INVALID)
+            return vk, f"the key in {key_path}"
+        if kind not in api.PROOF_KINDS:
+            raise CommandError(f"proof_kind: unknown proof kind {kind!r}; valid kinds: {', '.join(api.PROOF_KINDS)}",
+                               returncode=EXIT_INVALID)
+        params_dir = opts["params_dir"] or settings.PARAMS_DIR
+        try:
+            return api.load_params(kind, params_dir, scale).vk, f"the engine's {kind} key"
+        except api.ParamsUnavailable as exc:
+            raise CommandError(str(exc), returncode=EXIT_NO_KEY) from None
