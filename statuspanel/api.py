@@ -74,12 +74,12 @@ def _parse_body(request: HttpRequest) -> dict[str, Any]:
 def _positive_int(raw: str | None, name: str, default: int, maximum: int) -> int:
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise queue.JobError(f"{name} must be a positive integer, got {raw!r}") from None
+    # ASCII digits only: int() would also read "1_0" as 10, " 7" and "+7" as 7, and other scripts' digits.
+    if not (raw.isascii() and raw.isdigit()):
+        raise queue.JobError(f"{name} must be a positive integer, got {raw[:40]!r}")
+    value = int(raw.lstrip("0")[:20] or "0")  # a 20-digit prefix already says "too large"
     if value < 1 or value > maximum:
-        raise queue.JobError(f"{name} must be between 1 and {maximum}, got {value}")
+        raise queue.JobError(f"{name} must be between 1 and {maximum}, got {raw[:40]}")
     return value
 
 

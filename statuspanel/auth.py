@@ -1,8 +1,11 @@
 """Who may use the API: a logged-in user, or a caller holding the engine's bearer token.
 
 The token is `settings.VASTMANAGER_TOKEN`, or when that is unset one generated once into
-DATA_DIR/api_token (runprover prints a login URL carrying it). Token callers are exempt from CSRF
-(no cookie is involved); session callers keep CSRF on unsafe methods.
+DATA_DIR/api_token (runprover prints a login URL carrying it; a token from the environment is
+never printed). Tokens shorter than MIN_TOKEN_LENGTH are refused (system check, and no request is
+admitted with one). Token callers are exempt from CSRF (no cookie is involved); session callers
+keep CSRF on unsafe methods. A session made by a token login carries a digest of that token and
+ends when the token changes (TokenSessionMiddleware, and the WebSocket consumer).
 """
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from functools import wraps
 from typing import Any, Callable
 
 from django.conf import settings
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import get_user_model, login, logout
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.utils.crypto import salted_hmac
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
@@ -21,6 +25,17 @@ from vastmanager.env import persistent_secret
 
 SERVICE_USERNAME = "vastmanager"
 TOKEN_FILE = "api_token"
+MIN_TOKEN_LENGTH = 16
+SESSION_TOKEN_KEY = "vastmanager_token_digest"
+_DIGEST_SALT = "statuspanel.auth.session-token"
+
+
+def token_from_environment() -> bool:
+    return bool(getattr(settings, "VASTMANAGER_TOKEN", "") or "")
+
+
+def token_file():
+    return settings.DATA_DIR / TOKEN_FILE
 
 
 def api_token() -> str:
@@ -28,13 +43,72 @@ def api_token() -> str:
     configured = getattr(settings, "VASTMANAGER_TOKEN", "") or ""
     if configured:
         return configured
-    return persistent_secret(settings.DATA_DIR / TOKEN_FILE, nbytes=32)
+    return persistent_secret(token_file(), nbytes=32)
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be a credential, or None."""
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"is {len(token)} characters long; at least {MIN_TOKEN_LENGTH} are required"
+    if any(c.isspace() or not c.isprintable() for c in token):
+        return "contains whitespace or control characters"
+    return None
 
 
 def token_is_valid(token: str) -> bool:
     if not isinstance(token, str) or not token:
         return False
-    return hmac.compare_digest(token.encode(), api_token().encode())
+    expected = api_token()
+    if token_problem(expected) is not None:
+        return False  # fail closed: a weak configured token admits nobody (the system check says why)
+    return hmac.compare_digest(token.encode(), expected.encode())
+
+
+def token_digest(token: str) -> str:
+    """What a session keeps of the token that made it (keyed by SECRET_KEY: not the token itself)."""
+    return salted_hmac(_DIGEST_SALT, token, algorithm="sha256").hexdigest()
+
+
+def session_is_current(session: Any, user: Any) -> bool:
+    """False for a session that a token login made with a token that is no longer the token.
+
+    The service user has no password: every session of it came from a token login, so one without
+    a digest (made before sessions carried one) is not current either."""
+    digest = session.get(SESSION_TOKEN_KEY)
+    if digest is None:
+        return getattr(user, "get_username", lambda: "")() != SERVICE_USERNAME
+    return hmac.compare_digest(digest, token_digest(api_token()))
+
+
+class TokenSessionMiddleware:
+    """Log out sessions whose token is gone (after AuthenticationMiddleware)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.SESSION_COOKIE_NAME in request.COOKIES and request.user.is_authenticated:
+            if not session_is_current(request.session, request.user):
+                logout(request)
+        return self.get_response(request)
+
+
+def token_banner_lines(base: str) -> list[str]:
+    """The banner's login and token lines: a token from the environment is never printed."""
+    if token_from_environment():
+        return [f"  login      {base.rstrip('/')}/login?token=<VASTMANAGER_TOKEN>",
+                "  token      from the environment (VASTMANAGER_TOKEN); not printed"]
+    return [f"  login      {login_url(base)}", f"  token      kept in {token_file()}"]
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: JSON under /api/ (the API answers JSON everywhere), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": f"CSRF check failed: {reason}; send the X-CSRFToken header with a "
+                                      "session, or use 'Authorization: Bearer <token>'"}, status=403)
+    from django.views.csrf import csrf_failure as default
+
+    return default(request, reason=reason)
 
 
 def bearer_token(request: HttpRequest) -> str | None:
@@ -100,6 +174,7 @@ def token_login(request: HttpRequest) -> HttpResponse:
             content_type="text/plain; charset=utf-8",
         )
     login(request, service_user(), backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_TOKEN_KEY] = token_digest(token)
     target = request.GET.get("next") or "/"
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
                                            require_https=request.is_secure()):

@@ -45,3 +45,59 @@ def stop_now(proc: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(5)
+
+
+class ServedSite:
+    """A throwaway site (own data directory and SQLite file, migrated) and one server process of it.
+
+    `start("servepanel")` serves the panel alone; `start("runprover", "--demo", ...)` the embedded
+    engine and panel. The server is the real one (vastmanager.server) on a free loopback port."""
+
+    def __init__(self, data_dir, token: str, root=None, **env: str) -> None:
+        import sys
+        from pathlib import Path
+
+        self.root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
+        self.python = sys.executable
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.token = token
+        self.env = {**os.environ, "VASTMANAGER_DATA_DIR": str(self.data_dir), "VASTMANAGER_TOKEN": token,
+                    "DATABASE_URL": f"sqlite:///{self.data_dir / 'db.sqlite3'}", "LOG_LEVEL": "INFO",
+                    "PYTHONUNBUFFERED": "1", **env}
+        for var in ("DJANGO_SETTINGS_MODULE", "REDIS_URL"):
+            self.env.pop(var, None)
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.log_path = self.data_dir / "server.log"
+        subprocess.run([self.python, "manage.py", "migrate", "--noinput", "-v0"], cwd=self.root, env=self.env,
+                       check=True, timeout=300)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, command: str, *args: str, timeout: float = 180) -> subprocess.Popen:
+        self.port = free_port()
+        log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([self.python, "manage.py", command, "--bind", f"127.0.0.1:{self.port}", *args],
+                                     cwd=self.root, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+        try:
+            wait_http(f"{self.base}/healthz", self.proc, timeout=timeout)
+        except Exception:
+            self.stop()
+            raise AssertionError(f"server did not come up:\n{self.log()[-3000:]}") from None
+        return self.proc
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def manage(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([self.python, "manage.py", *args], cwd=self.root, env=self.env, check=True,
+                              timeout=timeout, capture_output=True, text=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            stop_now(self.proc)

@@ -1,7 +1,9 @@
-"""ASGI entry point: HTTP to Django, WebSockets through origin and auth checks.
+"""ASGI entry point: HTTP to Django behind the body limits, WebSockets through origin and auth checks.
 
-Built by a factory because AllowedHostsOriginValidator reads ALLOWED_HOSTS when constructed;
-tests build their own application after changing settings.
+Built by a factory so tests can build their own application; the guards read their settings per
+request, not when the application is built. `vastmanager.server` is the server to run it in
+(runprover, `manage.py servepanel`): it refuses over-limit bodies before reading them and applies
+WebSocket back-pressure; under another ASGI server the guards here still answer the same way.
 """
 from __future__ import annotations
 
@@ -17,16 +19,17 @@ django_asgi_app = get_asgi_application()
 def build_application():
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter, URLRouter
-    from channels.security.websocket import AllowedHostsOriginValidator
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from statuspanel.routing import websocket_urlpatterns
+    from vastmanager.limits import BodyLimitMiddleware
+    from vastmanager.origins import OriginCheck
+    from vastmanager.staticfiles import StaticFilesHandler
 
     return ProtocolTypeRouter(
         {
             # The panel's CSS/JS come from the app's own static dirs: one process, no collectstatic.
-            "http": ASGIStaticFilesHandler(django_asgi_app),
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            "http": BodyLimitMiddleware(StaticFilesHandler(django_asgi_app)),
+            "websocket": OriginCheck(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import dj_database_url
 
 from vastmanager.env import env_bool, env_float, env_int, env_list, env_str, persistent_secret
+from vastmanager.origins import parse_trusted
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("VASTMANAGER_DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -18,7 +19,13 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 SECRET_KEY = env_str("SECRET_KEY") or persistent_secret(DATA_DIR / "secret_key")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Pages of other origins (scheme://host[:port]) trusted with the user's session: the WebSocket origin
+# check (vastmanager/origins.py) and Django's CSRF check read the same list. CSRF_TRUSTED_ORIGINS is
+# the older name of the variable.
+TRUSTED_ORIGINS = parse_trusted(env_list("TRUSTED_ORIGINS", env_list("CSRF_TRUSTED_ORIGINS", [])))
+CSRF_TRUSTED_ORIGINS = TRUSTED_ORIGINS
+# CSRF refusals under /api/ are JSON like the rest of the API.
+CSRF_FAILURE_VIEW = "statuspanel.auth.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -39,6 +46,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "statuspanel.auth.TokenSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -132,6 +140,14 @@ CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
 TELEMETRY_RETENTION_DAYS = env_float("TELEMETRY_RETENTION_DAYS", 7.0)
 # Serve /metrics without a token (only behind a network that only the Prometheus server reaches).
 METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
+# Request bodies: the limit of every path without one of its own (vastmanager/limits.py), refused
+# from Content-Length before the body is read. Django's own read limit is the same number.
+MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", 1 << 20)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+# A WebSocket client that has not read what it was sent for this long (its send window closed) is
+# dropped, as is one written to past this many bytes while its window is closed.
+WS_SLOW_CLIENT_SECS = env_float("WS_SLOW_CLIENT_SECS", 30.0)
+WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 

@@ -11,6 +11,8 @@ from gpu_engine import wire
 from gpu_engine.tracker import StatusTracker
 
 ORIGIN = (b"origin", b"http://localhost")
+# What a browser's handshake carries with that origin: the Host the page was served from.
+HOST = (b"host", b"localhost")
 # A cuzk daemon's `GET /status` (its StatusSnapshot, field for field): a SnapDeals job mid-flight.
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cuzk-status-snapdeals.json"
 SNAP_JOB = "ps-snap-1000-42-7"
@@ -46,3 +48,12 @@ def build_app():
     from vastmanager.asgi import build_application
 
     return build_application()
+
+
+def communicator(path: str, headers: list[tuple[bytes, bytes]]):
+    """A WebSocket client of the application, sending the Host header a browser sends (unless given)."""
+    from channels.testing import WebsocketCommunicator
+
+    if not any(name == b"host" for name, _ in headers):
+        headers = [HOST, *headers]
+    return WebsocketCommunicator(build_app(), path, headers=headers)

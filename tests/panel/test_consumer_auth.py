@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, build_app
+from tests.panel.helpers import ORIGIN, communicator
 
 pytestmark = pytest.mark.usefixtures("api_token", "clean_panel_cache")
 
 
 async def _connect(path: str, headers: list[tuple[bytes, bytes]]):
-    comm = WebsocketCommunicator(build_app(), path, headers=headers)
+    comm = communicator(path, headers)
     connected, _code = await comm.connect()
     return comm, connected
 

@@ -6,20 +6,19 @@ import json
 
 import pytest
 from channels.layers import get_channel_layer
-from channels.testing import WebsocketCommunicator
 
 from gpu_engine import wire
 from gpu_engine.publisher import SnapshotPublisher
 from statuspanel import rendering
 from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, SNAP_JOB, build_app, busy_tracker
+from tests.panel.helpers import ORIGIN, SNAP_JOB, busy_tracker, communicator
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("api_token", "clean_panel_cache", "fresh_render_caches")]
 
 
 async def _open(query: str = ""):
-    comm = WebsocketCommunicator(build_app(), f"/ws/status/?token={TOKEN}{query}", headers=[ORIGIN])
+    comm = communicator(f"/ws/status/?token={TOKEN}{query}", [ORIGIN])
     connected, _ = await comm.connect()
     assert connected
     return comm

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from statuspanel.consumers import CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, MAX_CLIENT_MESSAGE
 from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, build_app
+from tests.panel.helpers import ORIGIN, communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("api_token", "clean_panel_cache")]
 FUZZ = settings(max_examples=100, deadline=None,
@@ -43,7 +43,7 @@ binary_frames = st.binary(max_size=200) | st.integers(MAX_CLIENT_MESSAGE - 4, MA
 
 
 async def _open(query: str = f"token={TOKEN}") -> WebsocketCommunicator:
-    comm = WebsocketCommunicator(build_app(), f"/ws/status/?{query}", headers=[ORIGIN])
+    comm = communicator(f"/ws/status/?{query}", [ORIGIN])
     connected, _ = await comm.connect()
     assert connected and await comm.receive_nothing(timeout=0.02)
     return comm
@@ -134,7 +134,7 @@ def test_garbage_connect_queries_close_with_policy_code(token, fmt, extra):
     query = urlencode({"token": token, "format": fmt}) + "&" + quote(extra, safe="=&")
 
     async def run() -> None:
-        comm = WebsocketCommunicator(build_app(), f"/ws/status/?{query}", headers=[ORIGIN])
+        comm = communicator(f"/ws/status/?{query}", [ORIGIN])
         connected, code = await comm.connect()
         if token == TOKEN and fmt in ("html", "json"):
             assert connected

@@ -1,0 +1,32 @@
+"""`manage.py servepanel`: the panel and API alone (a scale-out dashboard host), in the guarded server.
+
+The same server runprover embeds (vastmanager.server): request bodies refused from Content-Length,
+WebSocket back-pressure. Runs the system checks first, so a weak token stops it with the reason.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from gpu_engine.console import cli
+
+
+class Command(BaseCommand):
+    help = "Serve the status panel and job API (no engine): the dashboard host of a scale-out deployment."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--bind", type=cli.bind_address, default=("127.0.0.1", 8000), metavar="HOST:PORT",
+                            help="where the panel and API listen (default 127.0.0.1:8000)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        from statuspanel.auth import token_banner_lines
+        from vastmanager.asgi import build_application
+        from vastmanager.server import build_server
+
+        host, port = opts["bind"]
+        shown = f"[{host}]" if ":" in host else host
+        base = f"http://{shown}:{port}"
+        self.stdout.write("\n".join(["", "vastmanager servepanel", f"  panel      {base}/",
+                                     *token_banner_lines(base), ""]))
+        build_server(build_application(), host, port, signal_handlers=True).run()

@@ -1,0 +1,112 @@
+"""How large a request body each path may carry, and the one answer to a body over it.
+
+`path_limits()` maps exact paths to their own limit; every other path gets `MAX_REQUEST_BYTES`.
+Two places apply the same limits:
+- the server (`vastmanager.server`) refuses from `Content-Length` before reading the body, and cuts
+  a chunked body off at the limit, so nothing over the limit is ever buffered;
+- `BodyLimitMiddleware` (ASGI, in `vastmanager.asgi`) gives the same 413 under any ASGI server,
+  where the body may already have been buffered by the server itself.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+from urllib.parse import unquote, urlsplit
+
+from django.conf import settings
+
+REFUSED_STATUS = 413
+
+
+def path_limits() -> dict[str, int]:
+    """Exact paths with a body limit of their own (bytes). Paths not listed get `MAX_REQUEST_BYTES`.
+
+    A limit above Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` is refused by the system check
+    `vastmanager.E003` (Django would refuse the body itself): raise both together."""
+    return {}
+
+
+def default_limit() -> int:
+    return int(settings.MAX_REQUEST_BYTES)
+
+
+def limit_for(path: str) -> int:
+    """The body limit of `path` (a path, or a raw request target with a query or absolute form)."""
+    plain = unquote(urlsplit(path).path or "/")
+    return path_limits().get(plain, default_limit())
+
+
+def refusal_message(limit: int, declared: int | None = None) -> str:
+    size = f"a {declared}-byte body" if declared is not None else "a body"
+    return f"request body too large: {size} is over this path's limit of {limit} bytes"
+
+
+def refusal_body(limit: int, declared: int | None = None) -> bytes:
+    return json.dumps({"error": refusal_message(limit, declared), "limit": limit}).encode()
+
+
+def declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """Content-Length from ASGI headers; None when absent or not a plain decimal number."""
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            raw = value.strip()
+            return int(raw) if raw.isdigit() else None
+    return None
+
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class BodyLimitMiddleware:
+    """Refuse HTTP bodies over the path's limit with a 413 JSON answer, under any ASGI server.
+
+    A declared length over the limit is answered before the body is read from `receive`; a body
+    without one is counted while it streams and refused once it crosses the limit."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = limit_for(scope.get("path", "/"))
+        declared = declared_length(scope.get("headers", []))
+        if declared is not None and declared > limit:
+            await _refuse(send, limit, declared)
+            return
+        # Read the (bounded) body here, so the application never sees a body over the limit.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _refuse(send, limit)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refuse(send: Send, limit: int, declared: int | None = None) -> None:
+    body = refusal_body(limit, declared)
+    await send({"type": "http.response.start", "status": REFUSED_STATUS,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

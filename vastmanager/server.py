@@ -1,0 +1,222 @@
+"""The Daphne server vastmanager runs (`runprover`, `manage.py servepanel`), with three guards added.
+
+- Request bodies: the limit of the path (`vastmanager.limits`) is applied when the headers end, from
+  `Content-Length`, before one byte of the body is read or buffered (Twisted would otherwise spool
+  the whole body to a temporary file before the application sees the request); a chunked body is
+  cut off when it crosses the limit. The answer is a 413 JSON body, then the connection closes.
+- WebSocket back-pressure: each connection's transport drives a `SendWindow` (backpressure.py) that
+  the consumer reads from the scope; a client whose window stays closed longer than
+  `WS_SLOW_CLIENT_SECS`, or that is written to past `WS_MAX_BUFFERED_BYTES` while closed, is dropped
+  with close code 4008. The `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
+- Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
+  client already left are discarded instead of raising inside the application.
+
+Daphne's `Server.run` builds its two factories inline; the `http_factory` / `ws_factory` setters
+below put the guarded ones in their place (the only seam Daphne offers short of copying `run`).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted's
+from daphne.endpoints import build_endpoint_description_strings
+from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
+from django.conf import settings
+from twisted.internet import interfaces, reactor
+
+from vastmanager import limits
+from vastmanager.backpressure import EXTENSION, SendWindow
+
+log = logging.getLogger(__name__)
+
+CLOSE_TOO_SLOW = 4008
+# After a refusal the client may still be sending the body: read and discard a little of it (so
+# it can read the answer instead of a reset), then cut the connection.
+LINGER_SECS = 2.0
+LINGER_BYTES = 1 << 20
+
+
+class LimitedRequest(WebRequest):
+    """An HTTP request whose body may not exceed its path's limit; refused before it is read."""
+
+    limit = 0
+    received = 0
+    refused = False
+    _linger_call = None
+
+    def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's name
+        target = getattr(self.channel, "_path", b"/")  # the request line's target, parsed by the channel
+        self.limit = limits.limit_for(target.decode("latin-1"))
+        if length is not None and length > self.limit:
+            self._refuse(length)
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
+        self.received += len(data)
+        if self.refused:
+            if self.received > LINGER_BYTES:
+                self._abort()
+            return
+        if self.received > self.limit:
+            self._refuse(None)
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+        if not self.refused:
+            super().requestReceived(command, path, version)
+
+    def connectionLost(self, reason: Any) -> None:  # noqa: N802
+        if self._linger_call is not None and self._linger_call.active():
+            self._linger_call.cancel()
+        super().connectionLost(reason)
+
+    def _refuse(self, declared: int | None) -> None:
+        self.refused = True
+        self.received = 0
+        self.content = _Discard()
+        # No "100 Continue" for a body that will not be read (Twisted sends it after gotLength).
+        self.requestHeaders.removeHeader(b"expect")
+        body = limits.refusal_body(self.limit, declared)
+        head = (b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
+        transport = self.channel.transport
+        self.channel.persistent = False
+        transport.write(head + body)
+        half_close = getattr(transport, "loseWriteConnection", None)
+        if half_close is not None:
+            half_close()
+        else:
+            transport.loseConnection()
+        self._linger_call = reactor.callLater(LINGER_SECS, self._abort)
+        log.info("refused a request body over %d bytes for %s", self.limit,
+                 urlsplit(getattr(self.channel, "_path", b"/").decode("latin-1")).path)
+
+    def _abort(self) -> None:
+        channel = self.channel
+        if channel is not None and channel.transport is not None:
+            channel.transport.abortConnection()
+
+
+class _Discard:
+    """What a refused request's content is: nothing is kept."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def read(self, size: int = -1) -> bytes:
+        return b""
+
+    def seek(self, *args: Any) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class LimitedHTTPFactory(HTTPFactory):
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802
+        protocol = super().buildProtocol(addr)
+        protocol.requestFactory = LimitedRequest
+        return protocol
+
+
+class GuardedWebSocketProtocol(WebSocketProtocol):
+    """A WebSocket connection with a send window, a bound on a slow client, and quiet closes."""
+
+    send_window: SendWindow
+    bytes_while_closed = 0
+    dropping = False
+
+    def connectionMade(self) -> None:  # noqa: N802
+        super().connectionMade()
+        self.send_window = SendWindow()
+        self.send_window.on_open(self._caught_up)
+        transport = self.transport
+        # The HTTP channel that did the upgrade is still the transport's producer: take its place.
+        if getattr(transport, "producer", None) is not None:
+            transport.unregisterProducer()
+        transport.registerProducer(self.send_window, True)
+
+    def _caught_up(self) -> None:
+        self.bytes_while_closed = 0
+
+    def sendData(self, data: bytes, sync: bool = False, chopsize: int | None = None) -> None:  # noqa: N802
+        if not self.send_window.is_open and not self.dropping:
+            self.bytes_while_closed += len(data)
+            if self.bytes_while_closed > settings.WS_MAX_BUFFERED_BYTES:
+                self.drop_slow(f"more than {settings.WS_MAX_BUFFERED_BYTES} bytes waiting")
+                return
+        super().sendData(data, sync, chopsize)
+
+    def check_timeouts(self) -> None:
+        super().check_timeouts()
+        if not self.dropping and self.send_window.closed_for() > settings.WS_SLOW_CLIENT_SECS:
+            self.drop_slow(f"not reading for over {settings.WS_SLOW_CLIENT_SECS:g}s")
+
+    def drop_slow(self, why: str) -> None:
+        """Close with 4008 (a client that reads gets the reason) and cut the connection soon after."""
+        self.dropping = True
+        log.info("dropping slow WebSocket client %s: %s", self.client_addr, why)
+        if self.state == self.STATE_OPEN:
+            self.sendClose(code=CLOSE_TOO_SLOW, reason=f"client too slow: {why}")
+        reactor.callLater(1.0, self._abort)
+
+    def _abort(self) -> None:
+        if self.transport is not None and self.state != self.STATE_CLOSED:
+            self.transport.abortConnection()
+
+    def handle_reply(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "websocket.send" and self.state in (self.STATE_CLOSING, self.STATE_CLOSED):
+            return  # the client left while a broadcast was on its way: nothing to tell anyone
+        if kind == "websocket.close" and self.state == self.STATE_OPEN:
+            self.sendClose(code=message.get("code") or 1000, reason=message.get("reason") or None)
+            return
+        super().handle_reply(message)
+
+
+class GuardedServer(Server):
+    """Daphne's server with the guarded HTTP and WebSocket factories."""
+
+    @property
+    def http_factory(self) -> HTTPFactory:
+        return self._http_factory
+
+    @http_factory.setter
+    def http_factory(self, factory: HTTPFactory) -> None:
+        self._http_factory = LimitedHTTPFactory(self) if type(factory) is HTTPFactory else factory
+
+    @property
+    def ws_factory(self) -> Any:
+        return self._ws_factory
+
+    @ws_factory.setter
+    def ws_factory(self, factory: Any) -> None:
+        factory.protocol = GuardedWebSocketProtocol
+        self._ws_factory = factory
+
+    def create_application(self, protocol: Any, scope: dict[str, Any]) -> Any:
+        if scope.get("type") == "websocket" and isinstance(protocol, GuardedWebSocketProtocol):
+            secure = interfaces.ISSLTransport.providedBy(protocol.transport)
+            scope.setdefault("scheme", "wss" if secure else "ws")
+            scope["extensions"] = {**(scope.get("extensions") or {}), EXTENSION: protocol.send_window}
+        return super().create_application(protocol, scope)
+
+
+def build_server(application: Any, host: str, port: int, *, ready_callable: Callable[[], None] | None = None,
+                 signal_handlers: bool = False, verbosity: int = 0) -> GuardedServer:
+    return GuardedServer(
+        application=application,
+        endpoints=build_endpoint_description_strings(host=host, port=port),
+        signal_handlers=signal_handlers,
+        ready_callable=ready_callable,
+        verbosity=verbosity,
+    )

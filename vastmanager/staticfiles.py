@@ -1,0 +1,17 @@
+"""Static files served by the application itself, where a path outside the static dirs is a 404.
+
+Django's ASGIStaticFilesHandler answers `/static/../x` with SuspiciousFileOperation, a 500 and a
+traceback in the log; for a request that names no static file the answer is "not found"."""
+from __future__ import annotations
+
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.exceptions import SuspiciousFileOperation
+from django.http import Http404, HttpRequest, HttpResponse
+
+
+class StaticFilesHandler(ASGIStaticFilesHandler):
+    def serve(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return super().serve(request)
+        except SuspiciousFileOperation:
+            raise Http404("no such static file") from None
