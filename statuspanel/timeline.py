@@ -43,6 +43,7 @@ class Bar:
     gpu_ms: float | None = None
     finalize_ms: float | None = None
     error: str = ""
+    attempt: int = 0        # the job's claim the run belongs to (0: not recorded, or live)
     x_pct: float = 0.0
     w_pct: float = 0.0
 
@@ -54,7 +55,8 @@ class Bar:
     def title(self) -> str:
         """The tooltip: whole job id, kind label, partition, durations (and the error of a failed attempt)."""
         lines = [self.job_id, f"{kind_label(self.proof_kind)} ({self.proof_kind})" if self.proof_kind else "?",
-                 f"partition {self.index} · {worker_label(_as_int(self.worker))} · {self.state}",
+                 f"partition {self.index} · {worker_label(_as_int(self.worker))} · {self.state}"
+                 + (f" · attempt {self.attempt}" if self.attempt else ""),
                  f"{self.phase} {duration(self.end - self.start)}"]
         spans = (("synthesis", self.synth_ms), ("gpu", self.gpu_ms), ("finalize", self.finalize_ms))
         phases = [f"{name} {ms_duration(ms)}" for name, ms in spans if ms is not None]
@@ -121,11 +123,12 @@ def stored_bars(engine_id: str, since: float) -> list[Bar]:
     rows = (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=datetime.fromtimestamp(since, timezone.utc))
             .order_by()  # no ORDER BY: the model's ordering would walk another index; lanes sort in Python
             .values_list("job__job_id", "proof_kind", "index", "state", "worker_id", "gpu_started_at", "gpu_ended_at",
-                         "finalize_started_at", "finalize_ended_at", "synth_ms", "gpu_ms", "finalize_ms", "error"))
+                         "finalize_started_at", "finalize_ended_at", "synth_ms", "gpu_ms", "finalize_ms", "error",
+                         "attempt"))
     bars: list[Bar] = []
-    for job_id, kind, index, state, worker, g0, g1, f0, f1, synth_ms, gpu_ms, fin_ms, error in rows.iterator():
+    for job_id, kind, index, state, worker, g0, g1, f0, f1, synth_ms, gpu_ms, fin_ms, error, attempt in rows.iterator():
         common = dict(state=state, job_id=job_id, proof_kind=kind, index=index, worker=str(worker),
-                      synth_ms=synth_ms, gpu_ms=gpu_ms, finalize_ms=fin_ms, error=error or "")
+                      synth_ms=synth_ms, gpu_ms=gpu_ms, finalize_ms=fin_ms, error=error or "", attempt=attempt)
         if g0 is not None and g1 is not None and worker != "":
             bars.append(Bar(phase="gpu", start=g0.timestamp(), end=g1.timestamp(), **common))
         if f0 is not None and f1 is not None:

@@ -44,3 +44,8 @@ def test_job_of_killed_engine_is_proved_by_the_next(site):
                               "ON r.job_id = j.id WHERE j.job_id = 'killed-porep' AND r.state = 'done' "
                               "GROUP BY r.engine_id"))
     assert engines["engine-b"] == 10 and 1 <= engines.get("engine-a", 0) < 10
+    # The two claims' rows are told apart by their attempt number.
+    attempts = dict(site.query("SELECT r.engine_id, group_concat(DISTINCT r.attempt) FROM gpu_engine_partitionrun r "
+                               "JOIN gpu_engine_proofjob j ON r.job_id = j.id WHERE j.job_id = 'killed-porep' "
+                               "GROUP BY r.engine_id"))
+    assert attempts == {"engine-a": "1", "engine-b": "2"}
