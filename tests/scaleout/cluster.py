@@ -1,5 +1,5 @@
 """A scale-out cluster of real processes for the end-to-end test: a private PostgreSQL database and
-Redis key prefix, `runprover --no-serve` GPU hosts, a Daphne dashboard, and clients of its HTTP API
+Redis key prefix, `runprover --no-serve` GPU hosts, a `servepanel` dashboard, and clients of its HTTP API
 and WebSocket that speak to it exactly as a browser or a script would."""
 from __future__ import annotations
 
@@ -68,8 +68,9 @@ class Cluster:
 
     def start_dashboard(self) -> subprocess.Popen:
         self.port = free_port()
-        proc = self._start("dashboard", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                         "vastmanager.asgi:application"])
+        # The dashboard host's command: the guarded server (body limits, WebSocket back-pressure).
+        proc = self._start("dashboard", [sys.executable, "manage.py", "servepanel", "--bind",
+                                         f"127.0.0.1:{self.port}"])
         wait_http(f"{self.base_url}/healthz", proc, timeout=180)
         return proc
 
