@@ -58,3 +58,25 @@ def test_generated_token_banner_says_where_it_is_kept(settings, tmp_path):
     lines = "\n".join(auth.token_banner_lines("http://127.0.0.1:8000"))
     assert f"kept in {tmp_path / auth.TOKEN_FILE}" in lines
     assert f"/login?token={auth.api_token()}" in lines
+
+
+def test_servepanel_refuses_to_start_with_a_short_token(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "VASTMANAGER_DATA_DIR": str(tmp_path), "VASTMANAGER_TOKEN": "x",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    result = subprocess.run([sys.executable, "manage.py", "servepanel", "--bind", "127.0.0.1:1"], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "vastmanager.E001" in result.stderr and "at least 16" in result.stderr
+
+
+def test_live_server_banner_does_not_print_the_token(panel_server):
+    log = panel_server.log()
+    assert "from the environment (VASTMANAGER_TOKEN)" in log
+    assert TOKEN not in log
