@@ -31,15 +31,11 @@ def _safe_filename(job_id: str) -> str:
 
 class ProofJobForm(forms.ModelForm):
     """The admin's job form: the fields go through the one rule set (gpu_engine/validation.py), so a
-    job added or changed here is refused with the same message the API gives."""
-
-    # Plain fields, so every refusal (an empty one included) carries the rule set's own message.
-    job_id = forms.CharField(required=False, strip=False, help_text="letters, digits and . _ : @ + -")
-    proof_kind = forms.CharField(required=False, widget=forms.Select(choices=[("", "---------"), *KIND_CHOICES]))
+    job changed here is refused with the same message the API gives. Only the priority changes."""
 
     class Meta:
         model = ProofJob
-        fields = ("job_id", "proof_kind", "priority")
+        fields = ("priority",)
 
     def _checked(self, name: str, check) -> object:
         value = self.cleaned_data.get(name)
@@ -48,14 +44,25 @@ class ProofJobForm(forms.ModelForm):
         except validation.JobError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def clean_priority(self) -> object:
+        return self._checked("priority", validation.validate_priority)
+
+
+class ProofJobAddForm(ProofJobForm):
+    """A new job names its id and kind too. Plain fields, so every refusal (an empty one included)
+    carries the rule set's own message rather than Django's."""
+
+    job_id = forms.CharField(required=False, strip=False, help_text="letters, digits and . _ : @ + -")
+    proof_kind = forms.CharField(required=False, widget=forms.Select(choices=[("", "---------"), *KIND_CHOICES]))
+
+    class Meta(ProofJobForm.Meta):
+        fields = ("job_id", "proof_kind", "priority")
+
     def clean_job_id(self) -> object:
         return self._checked("job_id", validation.validate_job_id)
 
     def clean_proof_kind(self) -> object:
         return self._checked("proof_kind", lambda v: validation.validate_kind(v, circuits=True))
-
-    def clean_priority(self) -> object:
-        return self._checked("priority", validation.validate_priority)
 
 
 class PartitionRunInline(admin.TabularInline):
@@ -93,6 +100,10 @@ class ProofJobAdmin(admin.ModelAdmin):
         if obj is None:
             return tuple(f for f in self.readonly_fields if f not in ("job_id", "proof_kind"))
         return self.readonly_fields
+
+    def get_form(self, request: HttpRequest, obj: ProofJob | None = None, change: bool = False, **kwargs):
+        kwargs["form"] = ProofJobForm if obj is not None else ProofJobAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def get_inlines(self, request: HttpRequest, obj: ProofJob | None) -> list:
         return self.inlines if obj is not None else []  # a job being added has no runs yet

@@ -10,6 +10,7 @@ from gpu_engine.models import JobStatus, ProofJob
 
 ADD = "/admin/gpu_engine/proofjob/add/"
 CHANGELIST = "/admin/gpu_engine/proofjob/"
+NO_RUNS = {"partition_runs-TOTAL_FORMS": "0", "partition_runs-INITIAL_FORMS": "0"}  # the runs inline's management form
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_admin_add_of_a_sound_job_queues_it_like_the_api(admin_client):
 
 def test_admin_change_refuses_a_priority_out_of_range(admin_client):
     job = ProofJob.objects.create(job_id="prio-1", proof_kind="window-post")
-    response = admin_client.post(f"{CHANGELIST}{job.pk}/change/", {"priority": "-1001"})
+    response = admin_client.post(f"{CHANGELIST}{job.pk}/change/", {"priority": "-1001", **NO_RUNS})
     assert response.status_code == 200
     assert "priority must be between -1000 and 1000, got -1001" in response.content.decode()
     job.refresh_from_db()
@@ -80,3 +81,11 @@ def test_requeue_refuses_a_row_that_breaks_the_rules(admin_client):
     bad.refresh_from_db()
     good.refresh_from_db()
     assert (bad.status, good.status, good.attempts) == ("failed", "queued", 0)
+
+
+def test_admin_change_of_the_priority_keeps_id_and_kind(admin_client):
+    job = ProofJob.objects.create(job_id="prio-2", proof_kind="window-post", total_partitions=1)
+    response = admin_client.post(f"{CHANGELIST}{job.pk}/change/", {"priority": "42", **NO_RUNS})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    job.refresh_from_db()
+    assert (job.job_id, job.proof_kind, job.priority) == ("prio-2", "window-post", 42)

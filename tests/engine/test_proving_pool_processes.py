@@ -14,7 +14,7 @@ from tests.engine.helpers import all_final, running, wait_for
 
 
 def test_pool_proves_a_partition_in_a_child_process(params_dir):
-    params = api.load_params("winning-post", params_dir)  # the parent generates; the child only reads
+    params = api.load_params("winning-post", params_dir)  # prepared by the session fixture; the child only reads
     ref = ParamsRef.of("winning-post", 1, params_dir)
     witness = api.synthesize_partition("winning-post", "pool-unit", 0)
     pool = ProvingPool(1, [ref])

@@ -81,8 +81,8 @@ def check_outcome(site: Site, jobs: dict[str, str]) -> dict[str, int]:
         assert verdict.ok, (job_id, verdict)
         assert fingerprint == keys[kind].fingerprint()
         # The final claim's rows: each partition proved once; earlier claims' rows carry lower attempts.
-        final = site.query("SELECT partition_index FROM (SELECT \"index\" AS partition_index FROM "
-                           "gpu_engine_partitionrun WHERE job_id = ? AND state = 'done' AND attempt = ?)", pk, attempts)
+        final = site.query("SELECT \"index\" FROM gpu_engine_partitionrun WHERE job_id = ? AND state = 'done' "
+                           "AND attempt = ?", pk, attempts)
         assert sorted(i for (i,) in final) == list(range(PROOF_KINDS[kind].partitions)), job_id
         assert site.query("SELECT count(*) FROM gpu_engine_partitionrun WHERE job_id = ? AND attempt > ?",
                           pk, attempts)[0][0] == 0
@@ -93,10 +93,13 @@ def check_outcome(site: Site, jobs: dict[str, str]) -> dict[str, int]:
 
 
 def finish(site: Site, sessions: set[int], log_name: str) -> None:
-    """A last run proves whatever is left, then stops with a plain SIGTERM."""
+    """A last run proves whatever is left (if anything), then is stopped like the others."""
+    if unfinished(site) == 0:
+        return
     proc = site.start("--engine-id", ENGINE, log_name=log_name, group=True, append=True)
     sessions.add(proc.pid)
     try:
+        wait_until(lambda: engine_up(site, proc), timeout=120, proc=proc)
         wait_until(lambda: unfinished(site) == 0, timeout=600, interval=0.5, proc=proc)
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(60) == 0, site.log(log_name)
@@ -137,7 +140,7 @@ def test_group_sigterm_at_random_moments(site):
     jobs = submit_mix(site)
     sessions: set[int] = set()
     drains: list[float] = []
-    for _ in range(STOPS):
+    for _ in range(STOPS):  # a stop of a running service: each comes once the engine is up
         if unfinished(site) == 0:
             break
         proc = site.start("--engine-id", ENGINE, "--drain-secs", str(drain_secs), log_name="chaos.log", group=True,
