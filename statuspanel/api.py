@@ -134,6 +134,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     data["partition_runs"] = [
         {
             "index": run.index,
+            "attempt": run.attempt,
             "state": run.state,
             "synth_ms": run.synth_ms,
             "gpu_ms": run.gpu_ms,
