@@ -97,10 +97,12 @@ class Feeder:
         if row is None:
             return False
         problem = row_problem(row.proof_kind, row.job_id, row.priority)
+        kind = PROOF_KINDS.get(row.proof_kind)
+        if problem is None and kind is None:  # a kind the rules accept but this engine has no circuit for
+            problem = f"this engine has no circuit for proof kind {row.proof_kind!r}"
         if problem is not None:
             self._refuse(row, problem)
             return True  # the claim was used: look for the next job at once
-        kind = PROOF_KINDS[row.proof_kind]
         with ledger.lock:
             if row.job_id in ledger.active:  # our own stale claim is still settling: let it go first
                 queue.return_job(row.pk, cfg.engine_id)
