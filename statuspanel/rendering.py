@@ -15,6 +15,7 @@ from typing import Any, Callable
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
+from statuspanel import fleet_render
 from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
@@ -66,11 +67,20 @@ def _cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
     return (engine_id_of(snap), seq) if isinstance(seq, int) else None
 
 
-def render_engine(snap: dict[str, Any]) -> str:
-    """The engine partial for this snapshot; cached when the snapshot carries a seq."""
+def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The engine partial for this snapshot and its fleet-summary tally; cached when the snapshot
+    carries a seq (the tally's proofs/min rate is measured once per snapshot, at its render)."""
+    def build() -> tuple[str, dict[str, Any]]:
+        ctx = engine_context(snap)
+        return render_to_string(ENGINE_TEMPLATE, {"e": ctx}), ctx["tally"]
+
     key = _cache_key(snap)
-    build = lambda: render_to_string(ENGINE_TEMPLATE, {"e": engine_context(snap)})  # noqa: E731 - a one-line thunk reads better inline
     return build() if key is None else html_cache.get_or_build(key, build)
+
+
+def render_engine(snap: dict[str, Any]) -> str:
+    """The engine partial for this snapshot (cached as `render_engine_with_tally`)."""
+    return render_engine_with_tally(snap)[0]
 
 
 def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
@@ -125,7 +135,7 @@ def memory_context(mem: Any) -> dict[str, Any] | None:
 _OPEN_PHASE_FIELD = {SYNTHESIZING: "synth_ms", GPU: "gpu_ms", FINALIZING: "finalize_ms"}
 
 
-def partition_context(part: dict[str, Any]) -> dict[str, Any]:
+def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, Any]:
     state = str(part.get("state") or PENDING)
     open_ms = _OPEN_PHASE_FIELD.get(state)
     return {
@@ -138,6 +148,7 @@ def partition_context(part: dict[str, Any]) -> dict[str, Any]:
         "open_field": open_ms,
         "worker_id": part.get("worker_id"),
         "error": part.get("error") or "",
+        "inconsistent": flagged,
     }
 
 
@@ -156,8 +167,11 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
-    parts = [partition_context(p) for p in pipe.get("partitions") or [] if isinstance(p, dict)]
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset()) -> dict[str, Any]:
+    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
+    job_id = str(pipe.get("job_id") or "")
+    parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
+             for p in pipe.get("partitions") or [] if isinstance(p, dict)]
     kind = str(pipe.get("proof_kind") or "")
     failed = sum(1 for p in parts if p["state"] == FAILED)
     totals = []
@@ -165,7 +179,7 @@ def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
         total, rate = _phase_total(parts, field)
         totals.append({"field": field, "ms": total, "rate": rate})
     return {
-        "job_id": str(pipe.get("job_id") or ""),
+        "job_id": job_id,
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
         "status": pipe.get("status") or (FAILED if failed else RUNNING),
@@ -227,13 +241,19 @@ def counters_context(counters: Any) -> dict[str, Any]:
 def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, Any]:
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
-    pipes = [pipeline_context(p) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
+    consistency = fleet_render.consistency_context(snap)
+    pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
     synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
     heartbeat = _num(snap.get("heartbeat_secs"))
     published = _num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
-    return {
+    source = fleet_render.source_context(snap)
+    counters = counters_context(snap.get("counters"))
+    completed = snap.get("counters", {}).get("total_completed") if isinstance(snap.get("counters"), dict) else None
+    ppm = (fleet_render.rate_meter.observe(engine_id_of(snap), published or now, completed)
+           if isinstance(completed, int) and not isinstance(completed, bool) else None)
+    ctx = {
         "engine_id": engine_id_of(snap),
         "named": bool(snap.get("engine_id")),
         "seq": snap.get("seq"),
@@ -244,8 +264,18 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         "online": online,
         "memory": memory_context(snap.get("memory")),
         "synthesis": {"active": synth.get("active") or 0, "max": synth.get("max_concurrent") or 0},
-        "counters": counters_context(snap.get("counters")),
+        "counters": counters,
         "workers": [worker_context(w, kinds_by_job) for w in snap.get("gpu_workers") or [] if isinstance(w, dict)],
         "pipelines": pipes,
         "gpus": [gpu_context(g) for g in snap.get("gpus") or [] if isinstance(g, dict)],
+        "source": source,
+        # Durations tick between frames only while the data is current: a source that stopped
+        # answering must not look as if its workers were still busy.
+        "ticking": source is None or source["online"],
+        "consistency": consistency,
+        "cuzk": fleet_render.cuzk_context(snap),
+        "proofs_per_min": ppm,
     }
+    ctx["tally"] = fleet_render.engine_tally(ctx)
+    ctx["tally_json"] = fleet_render.tally_json(ctx["tally"])
+    return ctx
