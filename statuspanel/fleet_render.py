@@ -55,6 +55,8 @@ def source_context(snap: dict[str, Any]) -> dict[str, Any] | None:
         "error": str(src.get("error") or ""),
         "last_ok_secs_ago": _num(src.get("last_ok_secs_ago")),
         "poll_ms": _num(src.get("poll_ms")),
+        "target": str(src.get("target") or ""),
+        "failures": _count(src.get("failures")),
         "online": state == SOURCE_ONLINE,
         "failing": state in SOURCE_DOWN_STATES,
     }

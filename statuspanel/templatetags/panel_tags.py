@@ -108,6 +108,10 @@ def lane_rects(lane: Any) -> str:
 def source_title(src: dict[str, Any]) -> str:
     """The hover text of a fleet engine's state badge: state, how it is reached, why it fails."""
     bits = [f"{src.get('state')} · {src.get('kind_label')} over {src.get('transport')}"]
+    if src.get("target"):
+        bits.append(str(src["target"]))
+    if src.get("failures"):
+        bits.append(f"{src['failures']} failed polls in a row")
     if src.get("poll_ms") is not None:
         bits.append(f"last poll {latency_ms(src['poll_ms'])}")
     if src.get("last_ok_secs_ago") is not None:
