@@ -16,7 +16,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
-from statuspanel.auth import token_is_valid
+from statuspanel.auth import can_read_status
 from statuspanel.rendering import encoded_snapshot_frame, engine_id_of, snapshot_frame
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         if user is not None and getattr(user, "is_authenticated", False):
             return True
         token = (query.get("token") or [""])[0]
-        return bool(token) and token_is_valid(token)
+        return bool(token) and can_read_status(token)  # the stream only reads: the status token may
 
     async def connect(self) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
