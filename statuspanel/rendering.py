@@ -78,6 +78,12 @@ def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]
     return build() if key is None else html_cache.get_or_build(key, build)
 
 
+def fleet_summary_of(snaps: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
+    """The fleet summary of these snapshots, counted as the panel counts it (the page's first paint,
+    and any other reader that wants the same numbers)."""
+    return fleet_render.fleet_summary([render_engine_with_tally(s)[1] for s in snaps], offline=offline)
+
+
 def render_engine(snap: dict[str, Any]) -> str:
     """The engine partial for this snapshot (cached as `render_engine_with_tally`)."""
     return render_engine_with_tally(snap)[0]

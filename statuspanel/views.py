@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET
 from gpu_engine.models import FINAL_STATUSES, ProofJob
 from statuspanel.history import activity_context
 from statuspanel.live import current_snapshots
-from statuspanel.fleet_render import COLLAPSE_OVER, fleet_summary, is_fleet_source
-from statuspanel.rendering import engine_id_of, render_engine_with_tally
+from statuspanel.fleet_render import COLLAPSE_OVER, is_fleet_source
+from statuspanel.rendering import engine_id_of, fleet_summary_of, render_engine_with_tally
 from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS
 
 WS_PATH = "/ws/status/"
@@ -41,7 +41,7 @@ def panel(request: HttpRequest) -> HttpResponse:
     # Many engines: the page starts with each one collapsed to its summary row, and the activity
     # regions (timeline and charts: queries per engine) are fetched only for engines opened.
     collapsed = len(live) + len(gone) > COLLAPSE_OVER
-    rendered = [render_engine_with_tally(s) for s in live]
+    rendered = [render_engine_with_tally(s) for s in live]  # cached: the summary below reuses them
     engines = []
     for snap, (html, _) in zip(live, rendered):
         engine_id = engine_id_of(snap)
@@ -50,7 +50,7 @@ def panel(request: HttpRequest) -> HttpResponse:
                         "activity": activity_context(engine_id, snap, window) if show_activity else None})
     context = {
         "engines": engines,
-        "fleet": fleet_summary([tally for _, tally in rendered], offline=len(gone)),
+        "fleet": fleet_summary_of(live, offline=len(gone)),
         "collapsed": collapsed,
         "collapse_over": COLLAPSE_OVER,
         "offline": gone,

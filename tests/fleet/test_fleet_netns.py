@@ -78,7 +78,8 @@ def fleet(tmp_path_factory) -> Iterator[Fleet]:
             dash.add_source("box-engine-badtoken", "--kind", "vastmanager", "--url",
                             f"http://{engine.addr}:{ENGINE_PORT}", "--token", "not-the-status-token-xx", *every)
             dash.add_source("box-ssh", "--kind", "cuzk", "--ssh", f"root@{ssh.addr}:{SSH_PORT}",
-                            "--key", str(server.client_key), "--remote-port", str(LOOPBACK_STATUS_PORT), *every)
+                            "--key", str(server.client_key), "--remote-port", str(LOOPBACK_STATUS_PORT),
+                            "--known-hosts", "strict", "--known-hosts-file", str(server.known_hosts), *every)
             dash.start()
             yield Fleet(dash, gpu, engine, ssh)
         except Exception:
