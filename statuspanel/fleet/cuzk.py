@@ -18,7 +18,7 @@ from statuspanel.fleet.shape import (Malformed, count_map, field, integer, numbe
                                      section)
 
 ALLOCATION_POOLS = ("srs", "pce")
-_ID = (int, str)
+_ID = (int,)  # worker ids are ints, in cuzk and here
 
 
 def adapt_cuzk(doc: Any) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def public_target(cfg: SourceConfig) -> str:
     """Where the source is polled, for the panel: no query string (it could hold a key), no userinfo."""
     if cfg.transport == "ssh":
         return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> 127.0.0.1:{cfg.remote_port}"
-    parts = urlsplit(cfg.url)
+    parts = urlsplit(cfg.status_url())
     host = parts.hostname or ""
     netloc = f"[{host}]" if ":" in host else host
     if parts.port:

@@ -9,6 +9,7 @@ It answers `GET /status` (and `/`) the way a cuzk daemon does, with the fixture 
   html       200 with an HTML page (a captive portal, a proxy's error page)
   truncated  200, `application/json`, the document cut in half (a correct Content-Length)
   huge       200 with a 50 MiB JSON body, streamed (Content-Length announced)
+  flood      the same 50 MiB without a Content-Length (ends when the connection closes)
   hang       accepts the connection, reads the request and never answers
   unauthorized  401 with a JSON error (also what every mode answers without --token's bearer token)
   deep       200 with JSON nested 100,000 levels deep
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cuzk-status-snapdeals.json"
-MODES = ("fixture", "race", "html", "truncated", "huge", "hang", "unauthorized", "deep")
+MODES = ("fixture", "race", "html", "truncated", "huge", "flood", "hang", "unauthorized", "deep")
 HUGE_BYTES = 50 * 1024 * 1024
 RACE_JOB = "ps-snap-1000-42-7"
 
@@ -166,8 +167,8 @@ class CuzkServer:
                         pass
                     self.close_connection = True
                     return None
-                if mode == "huge":
-                    return self._huge()
+                if mode in ("huge", "flood"):
+                    return self._huge(announce=mode == "huge")
                 return self._send(*server.body())
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:
@@ -180,11 +181,14 @@ class CuzkServer:
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
 
-            def _huge(self) -> None:
+            def _huge(self, announce: bool) -> None:
                 chunk = b" " * 65536
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(HUGE_BYTES))
+                if announce:
+                    self.send_header("Content-Length", str(HUGE_BYTES))
+                else:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 try:
                     self.wfile.write(b"[")
