@@ -278,6 +278,8 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         # Durations tick between frames only while the data is current: a source that stopped
         # answering must not look as if its workers were still busy.
         "ticking": source is None or source["online"],
+        # A source never reached has no data to show: its section is its summary row alone.
+        "has_data": source is None or source["last_ok_secs_ago"] is not None,
         "consistency": consistency,
         "cuzk": fleet_render.cuzk_context(snap),
         "proofs_per_min": ppm,

@@ -2,9 +2,11 @@
 in the split-proving race), one of ours (`runprover --demo` read with its status token) and a source
 nobody answers. Each shows its state, kinds carry whole labels (an unknown one as it comes), the race
 warning names its job and partition on the cuzk engine, and a collapsed engine stays collapsed
-across a reload. Screenshots go to test-artifacts/."""
+across a reload. And a fleet of fifty starts collapsed to its summary rows and stays usable.
+Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -121,4 +123,64 @@ def test_fleet_of_three_in_chromium(fleet, panel_login):
     cuzk.locator("[data-collapse-toggle]").click()
     page.reload()
     assert page.locator(f"{_section('box-cuzk')} [data-region=workers]").is_visible()
+    assert page.js_errors == []
+
+
+FIFTY = 50
+
+
+@pytest.fixture
+def fifty(tmp_path):
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(CuzkServer("race" if i == 7 else "fixture", freeze_step=RACE_STEP))
+                   for i in range(FIFTY)]
+        dash = stack.enter_context(Dashboard(tmp_path / "dash", TOKEN))
+        dash.add_sources([[f"gpu-{i:02d}", "--kind", "cuzk", "--url", s.url, "--interval", "1.5"]
+                          for i, s in enumerate(servers)])
+        try:
+            dash.start()
+            yield dash.base
+        except Exception:
+            print(dash.tail())
+            raise
+
+
+ROW_HEIGHTS = """() => Array.from(document.querySelectorAll('#engines > section.engine'))
+  .map(s => s.getBoundingClientRect().height)"""
+
+
+def test_fifty_engines_start_collapsed_to_their_rows(fifty, panel_login):
+    base = fifty
+    page = panel_login(base, TOKEN, width=1400, height=1000)
+    page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
+    page.wait_for_function(f"() => document.querySelector('[data-sum=online]').textContent === '{FIFTY}'",
+                           timeout=60_000)
+    page.reload()  # the page as an operator opens it, every engine known
+    page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
+    assert page.locator("#engines > section.engine").count() == FIFTY
+    assert page.locator("#engines > section.engine.collapsed").count() == FIFTY
+    heights = page.evaluate(ROW_HEIGHTS)
+    assert max(heights) < 160, max(heights)  # one summary row each (the racing one with its warning)
+    assert sorted(heights)[FIFTY // 2] < 60
+    assert page.locator("#engines [data-region=workers]:visible").count() == 0
+    assert page.locator('section.engine[data-engine-id="gpu-07"] [data-region=consistency]').is_visible()
+    assert page.inner_text("[data-sum=engines]") == str(FIFTY)
+    page.screenshot(path=str(ARTIFACTS / "fleet-fifty.png"), full_page=True)
+
+    # Live: rows keep updating under the collapsed sections, and opening one shows it whole at once.
+    first = page.locator('section.engine[data-engine-id="gpu-30"] .engine-body')
+    seq = int(first.get_attribute("data-seq"))
+    page.wait_for_function("(s) => +document.querySelector('section.engine[data-engine-id=\"gpu-30\"] "
+                           ".engine-body').dataset.seq > s", arg=seq, timeout=15_000)
+    page.locator('section.engine[data-engine-id="gpu-30"] [data-collapse-toggle]').click()
+    assert page.locator('section.engine[data-engine-id="gpu-30"] [data-region=workers]').is_visible()
+    page.click("[data-collapse-all='0']")
+    assert page.locator("#engines > section.engine.collapsed").count() == 0
+    page.click("[data-collapse-all='1']")
+    assert page.locator("#engines > section.engine.collapsed").count() == FIFTY
+    page.locator('section.engine[data-engine-id="gpu-30"] [data-collapse-toggle]').click()
+    page.reload()
+    page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
+    assert page.locator("#engines > section.engine.collapsed").count() == FIFTY - 1
+    assert "collapsed" not in page.locator('section.engine[data-engine-id="gpu-30"]').get_attribute("class").split()
     assert page.js_errors == []

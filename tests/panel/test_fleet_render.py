@@ -52,6 +52,14 @@ def test_failing_source_shows_the_reason_whole(state, error):
     assert f'<span class="source-error" title="{html.escape(error)}">{html.escape(error)}</span>' in markup
     assert "never reached" in markup
     assert _tally(markup)["failing"] is True
+    assert 'data-region="workers"' not in markup  # nothing was ever read: the summary row alone
+
+
+def test_a_source_that_dropped_keeps_its_last_data_greyed():
+    markup = render_engine(cuzk_engine("box-d", state="unreachable", error="timeout: no answer within 2 s",
+                                       last_ok=42.0))
+    assert 'class="engine-body src-unreachable"' in markup and 'data-region="workers"' in markup
+    assert "last good poll" in markup and "42.0 s" in markup
 
 
 def test_race_warning_names_job_and_partition_and_marks_the_cells():
