@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import socket
 import sys
 import threading
 import time
@@ -94,6 +95,37 @@ def deep_json(levels: int = 100_000) -> bytes:
     return b'{"a":' * levels + b"1" + b"}" * levels
 
 
+class _Server(ThreadingHTTPServer):
+    """Keeps its open connections, so that stopping it drops them too (a kept-alive connection would
+    otherwise go on being answered by its handler thread after the listening socket is closed)."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.open_connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conn_lock:
+            self.open_connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conn_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        with self._conn_lock:
+            connections, self.open_connections = list(self.open_connections), set()
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class CuzkServer:
     """A threaded HTTP server on a real socket; `mode` may be changed while it serves."""
 
@@ -110,8 +142,7 @@ class CuzkServer:
         self.requests = 0
         self._steps = race_steps(self.doc)
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
     @property
@@ -215,6 +246,7 @@ class CuzkServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.drop_connections()
         if self._thread is not None:
             self._thread.join(5)
 
