@@ -114,8 +114,9 @@ def start_engine(workdir: Path, *, bind: str, status_token: str, engine_id: str,
                  popen=None) -> tuple[subprocess.Popen, Path]:
     """`runprover` serving with a read-only status token (its operator token stays unknown to the
     dashboard); `popen` runs it elsewhere (a namespace's `Host.popen`)."""
+    host = bind.rsplit(":", 1)[0]
     env = process_env(Path(workdir) / "data", VASTMANAGER_TOKEN=f"{engine_id}-operator-token-0123",
-                      VASTMANAGER_STATUS_TOKEN=status_token)
+                      VASTMANAGER_STATUS_TOKEN=status_token, ALLOWED_HOSTS=f"{host},localhost,127.0.0.1")
     manage(env, "migrate", "--noinput", "-v0")
     log = Path(workdir) / "runprover.log"
     cmd = [sys.executable, str(ROOT / "manage.py"), "runprover", "--backend", "cpu", "--engine-id", engine_id,
