@@ -126,8 +126,12 @@ class SshBackend(httpcore.AsyncNetworkBackend):
             else:  # pin with nothing pinned yet (the first key is kept below), or off
                 known_hosts = None
             try:
+                keys = asyncssh.load_keypairs([os.path.expanduser(cfg.ssh_key_path)])
+            except (OSError, asyncssh.KeyImportError) as exc:
+                raise Unreachable("ssh", f"ssh: cannot load the key file {cfg.ssh_key_path}: {exc}") from None
+            try:
                 conn = await asyncio.wait_for(
-                    asyncssh.connect(cfg.ssh_host, cfg.ssh_port, username=cfg.ssh_user, client_keys=[cfg.ssh_key_path],
+                    asyncssh.connect(cfg.ssh_host, cfg.ssh_port, username=cfg.ssh_user, client_keys=keys,
                                      known_hosts=known_hosts, agent_path=None, config=None, keepalive_interval=15,
                                      login_timeout=timeout),
                     timeout)

@@ -91,3 +91,14 @@ def test_a_refused_client_key_and_a_closed_status_port(collector, key, tmp_path)
         assert wrong["reason"] == "ssh" and "permission denied" in wrong["error"]
         closed = wait_until(lambda: (s := _source("closed-port")) and s["state"] == "unreachable" and s, 15, "closed")
         assert closed["reason"] == "refused", closed
+
+
+def test_an_unreadable_key_file_is_an_ssh_reason(collect, tmp_path) -> None:
+    from statuspanel.fleet.transport import SourceConfig
+
+    garbage = tmp_path / "not-a-key"
+    garbage.write_text("this is no private key\n")
+    collect([SourceConfig(id=1, name="bad-key", kind="cuzk", transport="ssh", ssh_user="fleet", ssh_host="127.0.0.1",
+                          ssh_port=free_port(), ssh_key_path=str(garbage), remote_port=9820, interval_secs=0.3)])
+    source = wait_until(lambda: (s := _source("bad-key")) and s["state"] == "unreachable" and s, 10, "unreachable")
+    assert source["reason"] == "ssh" and "key file" in source["error"]

@@ -2,6 +2,7 @@
 do not stall the good one or the web server (/healthz answers at once throughout)."""
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 
@@ -40,6 +41,25 @@ def test_bad_sources_never_stall_the_good_one_or_the_web_server(tmp_path) -> Non
             assert len(seen) >= 5 and min(seen) > first["seq"], "the good source kept updating"
             race = dash.wait_for("box-race", lambda s: len(s["consistency"]) == 2, 15, "the race step")
             assert {c["problem"] for c in race["consistency"]} == {"no-worker"}
+            _stream_carries_sources(dash)
     finally:
         for server in servers.values():
             server.stop()
+
+
+def _stream_carries_sources(dash: Dashboard) -> None:
+    """The WebSocket stream carries the sources like local engines: the latest on connect, then new ones."""
+    from websockets.sync.client import connect
+
+    frames: dict[str, list[dict]] = {}
+    with connect(f"ws://127.0.0.1:{dash.port}/ws/status/?token={TOKEN}&format=json",
+                 origin="http://127.0.0.1", open_timeout=10) as ws:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(frames.get("box-race", [])) < 3:
+            frame = json.loads(ws.recv(timeout=5))
+            if frame.get("type") == "snapshot":
+                frames.setdefault(frame["engine_id"], []).append(frame["snapshot"])
+    assert {f"box-{m}" for m in BAD} <= set(frames), sorted(frames)
+    race = frames["box-race"]
+    assert len(race) >= 3 and race[-1]["seq"] > race[0]["seq"]
+    assert race[-1]["source"]["state"] == "online"
