@@ -17,7 +17,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
 from statuspanel.auth import can_read_status
-from statuspanel.rendering import encoded_snapshot_frame, engine_id_of, snapshot_frame
+from statuspanel.rendering import encoded_snapshot_frame_async, engine_id_of, snapshot_frame
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
             if seq <= self.last_seq.get(engine_id, -1):
                 return
             self.last_seq[engine_id] = seq
-            await self.send(text_data=encoded_snapshot_frame(engine_id, seq, encoded, with_html=self.with_html))
+            frame = await encoded_snapshot_frame_async(engine_id, seq, encoded, with_html=self.with_html)
+            await self.send(text_data=frame)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):

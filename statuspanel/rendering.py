@@ -6,6 +6,8 @@ snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours 
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import threading
 import time
@@ -48,6 +50,15 @@ class LRU:
                 self._data.popitem(last=False)
         return value
 
+    def get(self, key: Any) -> Any:
+        """The cached value, or None (counted as a hit when found)."""
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+        return None
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -56,6 +67,26 @@ class LRU:
 
 html_cache = LRU(256)
 frame_cache = LRU(512)
+
+# Frames are built off the server's event loop, one at a time: a fleet sends dozens of snapshots a
+# second and a render takes milliseconds, which on the loop would delay every request and frame
+# behind it. Clients waiting for the same frame share one build (single flight).
+_render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
+_building: dict[tuple[int, Any], asyncio.Future] = {}
+
+
+async def _off_loop(key: Any, build: Callable[[], str]) -> str:
+    cached = frame_cache.get(key)
+    if cached is not None:
+        return cached
+    loop = asyncio.get_running_loop()
+    slot = (id(loop), key)
+    future = _building.get(slot)
+    if future is None:
+        future = loop.run_in_executor(_render_pool, frame_cache.get_or_build, key, build)
+        _building[slot] = future
+        future.add_done_callback(lambda _f: _building.pop(slot, None))
+    return await asyncio.shield(future)  # a client that leaves must not cancel the others' frame
 
 
 def engine_id_of(snap: dict[str, Any]) -> str:
@@ -106,9 +137,7 @@ def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
     return build() if key is None else frame_cache.get_or_build((*key, with_html), build)
 
 
-def encoded_snapshot_frame(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
-    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built
-    around the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML."""
+def _encoded_frame_builder(engine_id: str, seq: int, snapshot_json: str, with_html: bool) -> Callable[[], str]:
     def build() -> str:
         head = f'{{"type":"snapshot","engine_id":{json.dumps(engine_id)},"seq":{seq},"snapshot":{snapshot_json}'
         if not with_html:
@@ -116,7 +145,15 @@ def encoded_snapshot_frame(engine_id: str, seq: int, snapshot_json: str, *, with
         snap = json.loads(snapshot_json)
         return head + ',"html":' + json.dumps(render_engine(snap)) + "}"
 
-    return frame_cache.get_or_build((engine_id, seq, with_html), build)
+    return build
+
+
+async def encoded_snapshot_frame_async(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
+    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built around
+    the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML; off the
+    event loop, one build shared by every client waiting for it."""
+    return await _off_loop((engine_id, seq, with_html),
+                           _encoded_frame_builder(engine_id, seq, snapshot_json, with_html))
 
 
 # -- context ------------------------------------------------------------------------------------
