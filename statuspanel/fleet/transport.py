@@ -50,13 +50,14 @@ class SourceConfig:
 
     @property
     def connect_timeout(self) -> float:
-        """Connecting may take one interval (1 to 10 s): a dead link is `unreachable` within 2 intervals."""
+        """Connecting may take one interval (1 to 10 s)."""
         return min(max(self.interval_secs, 1.0), 10.0)
 
     @property
     def read_timeout(self) -> float:
-        """Answering may take two intervals (2 to 30 s); the whole poll at most connect + read."""
-        return min(max(2 * self.interval_secs, 2.0), 30.0)
+        """Each read may wait one interval (1 to 30 s): polls start an interval apart, so a link that
+        dies after a good poll is `unreachable` within two intervals (the whole poll: connect + read)."""
+        return min(max(self.interval_secs, 1.0), 30.0)
 
     def status_url(self) -> str:
         """The URL polled: a base URL gets the kind's status path; an URL with a path is used as is."""

@@ -77,7 +77,7 @@ def test_backoff_doubles_from_one_interval_to_its_cap_with_jitter() -> None:
     assert len(draws) > 10 and all(6.0 <= d <= 12.0 for d in draws)
 
 
-@pytest.mark.parametrize("interval,connect,read", [(0.2, 1.0, 2.0), (1.5, 1.5, 3.0), (60, 10.0, 30.0)])
+@pytest.mark.parametrize("interval,connect,read", [(0.2, 1.0, 1.0), (1.5, 1.5, 1.5), (60, 10.0, 30.0)])
 def test_timeouts_follow_the_interval(interval: float, connect: float, read: float) -> None:
     cfg = SourceConfig(id=1, name="x", kind="cuzk", transport="http", url="http://h", interval_secs=interval)
     assert (cfg.connect_timeout, cfg.read_timeout) == (connect, read)
