@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test venv testenv browser clean
+.PHONY: run test venv testenv browser sshd clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,11 +29,18 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing: apt-get install chromium (browser tests will fail)"; fi; }
 
+# Debian's OpenSSH server for the fleet's network-namespace tests (an SSH source in front of a status
+# port); the tests run it as a plain process with a key and config they generate, never as a service.
+sshd:
+	@test -x /usr/sbin/sshd || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
+	  else echo "sshd missing: apt-get install openssh-server (the SSH fleet test will skip)"; fi; }
+
 run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runprover --demo
 
-test: testenv browser
+test: testenv browser sshd
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 

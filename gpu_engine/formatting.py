@@ -39,6 +39,22 @@ def ms_duration(ms: Any) -> str:
         return NONE_TEXT
 
 
+def latency_ms(ms: Any) -> str:
+    """A short latency (a poll's round trip): 850 µs, 12 ms, 1.25 s; "—" when unknown."""
+    try:
+        value = float(ms)
+    except (TypeError, ValueError):
+        return NONE_TEXT
+    if value != value or value == float("inf"):
+        return NONE_TEXT
+    value = max(0.0, value)
+    if value < 1:
+        return f"{value * 1000:.0f} µs"
+    if value < 1000:
+        return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+    return f"{value / 1000:.2f} s" if value < 10_000 else duration(value / 1000)
+
+
 def human_bytes(n: Any) -> str:
     """512 B, 1.5 KiB, 33.0 GiB (binary units); "—" when unknown."""
     try:

@@ -103,3 +103,11 @@ def register_engine(cache, engine_id: str, now: float) -> None:
     engines = {e: t for e, t in known_engines(cache).items() if now - t < FORGET_ENGINE_SECS}
     engines[engine_id] = now
     cache.set(ENGINES_KEY, engines, timeout=None)
+
+
+def forget_engine(cache, engine_id: str) -> None:
+    """Drop an engine's snapshot and its registry entry at once (a fleet source that was removed)."""
+    cache.delete(snapshot_key(engine_id))
+    engines = known_engines(cache)
+    if engines.pop(engine_id, None) is not None:
+        cache.set(ENGINES_KEY, engines, timeout=None)

@@ -1,5 +1,9 @@
 """Who may use the API: a logged-in user, or a caller holding the engine's bearer token.
 
+Two tokens: the operator's (full rights) and, when `VASTMANAGER_STATUS_TOKEN` is set, a read-only
+status token that reads status (`status_auth_required` views, /metrics, the status stream) and
+is refused with 403 everywhere else.
+
 The token is `settings.VASTMANAGER_TOKEN`, or when that is unset one generated once into
 DATA_DIR/api_token (runprover prints a login URL carrying it; a token from the environment is
 never printed). Tokens shorter than MIN_TOKEN_LENGTH are refused (system check, and no request is
@@ -56,6 +60,7 @@ def token_problem(token: str) -> str | None:
 
 
 def token_is_valid(token: str) -> bool:
+    """Whether `token` is the operator's token (full rights)."""
     if not isinstance(token, str) or not token:
         return False
     expected = api_token()
@@ -111,6 +116,20 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return default(request, reason=reason)
 
 
+def status_token_is_valid(token: str) -> bool:
+    """Whether `token` is the read-only status token (`VASTMANAGER_STATUS_TOKEN`; none when unset)."""
+    configured = getattr(settings, "VASTMANAGER_STATUS_TOKEN", "") or ""
+    if not configured or not isinstance(token, str) or not token:
+        return False
+    return hmac.compare_digest(token.encode(), configured.encode())
+
+
+def can_read_status(token: str) -> bool:
+    """The operator's token and the status token both read status (the status stream, /api/status,
+    /api/fleet, /metrics); only the operator's submits or cancels."""
+    return token_is_valid(token) or status_token_is_valid(token)
+
+
 def bearer_token(request: HttpRequest) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, "" when malformed, None when absent."""
     header = request.headers.get("Authorization")
@@ -128,8 +147,11 @@ def _unauthorized(message: str) -> JsonResponse:
     return response
 
 
-def api_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Admit session users (with CSRF on unsafe methods) or valid bearer tokens (without)."""
+def _forbidden(message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=403)
+
+
+def _guarded(view: Callable[..., HttpResponse], *, read_only: bool) -> Callable[..., HttpResponse]:
     session_view = csrf_protect(view)
 
     @csrf_exempt
@@ -137,14 +159,28 @@ def api_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         token = bearer_token(request)
         if token is not None:
-            if token_is_valid(token):
+            if token_is_valid(token) or (read_only and status_token_is_valid(token)):
                 return view(request, *args, **kwargs)
+            if status_token_is_valid(token):
+                return _forbidden("the status token is read-only: it may read /api/status, /api/fleet and "
+                                  "/metrics, not this")
             return _unauthorized("invalid API token")
         if request.user.is_authenticated:
             return session_view(request, *args, **kwargs)
         return _unauthorized("authentication required: log in, or send 'Authorization: Bearer <token>'")
 
     return wrapper
+
+
+def api_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Admit session users (with CSRF on unsafe methods) or the operator's bearer token (without);
+    the read-only status token gets 403."""
+    return _guarded(view, read_only=False)
+
+
+def status_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Like api_auth_required, and the read-only status token is admitted too (status views only)."""
+    return _guarded(view, read_only=True)
 
 
 def service_user():

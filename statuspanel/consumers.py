@@ -26,8 +26,8 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
-from statuspanel.auth import session_is_current, token_is_valid
-from statuspanel.rendering import encoded_snapshot_frame, engine_id_of, snapshot_frame
+from statuspanel.auth import can_read_status, session_is_current
+from statuspanel.rendering import encoded_snapshot_frame_async, engine_id_of, snapshot_frame
 from vastmanager.backpressure import SendWindow, send_window
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
     def _authenticated(self, query: dict[str, list[str]]) -> bool:
         token = (query.get("token") or [""])[0]
         if token:
-            return token_is_valid(token)
+            return can_read_status(token)  # the stream only reads: the status token may open it
         user = self.scope.get("user")
         if user is not None and getattr(user, "is_authenticated", False):
             session = self.scope.get("session")
@@ -145,7 +145,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
             if seq <= self.last_seq.get(engine_id, -1):
                 return
             self.last_seq[engine_id] = seq
-            await self.deliver(engine_id, encoded_snapshot_frame(engine_id, seq, encoded, with_html=self.with_html))
+            frame = await encoded_snapshot_frame_async(engine_id, seq, encoded, with_html=self.with_html)
+            await self.deliver(engine_id, frame)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):

@@ -6,15 +6,19 @@ from django.views.decorators.http import require_GET
 
 from gpu_engine import runtime
 from statuspanel.api import error, methods
-from statuspanel.auth import api_auth_required
+from statuspanel.auth import status_auth_required
 
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"ok": True, "engine_running": runtime.local_tracker() is not None})
+    from statuspanel.fleet.serving import current_collector
+
+    collector = current_collector()
+    return JsonResponse({"ok": True, "engine_running": runtime.local_tracker() is not None,
+                         "fleet_collector": collector is not None and collector.running})
 
 
-@api_auth_required
+@status_auth_required
 @methods("GET")  # a wrong method is answered in JSON like the rest of the API
 def api_status(request: HttpRequest) -> JsonResponse:
     snap = runtime.local_snapshot()

@@ -9,7 +9,6 @@ read-only status token where one is configured, a logged-in session, or none wit
 """
 from __future__ import annotations
 
-import hmac
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,8 +23,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
-from gpu_engine.vocabulary import PHASES, WORKER_STATES
-from statuspanel.auth import _unauthorized, bearer_token, token_is_valid
+from gpu_engine.vocabulary import PHASES, SOURCE_ONLINE, WORKER_STATES
+from statuspanel.auth import _unauthorized, bearer_token, can_read_status
 from statuspanel.live import current_snapshots
 from statuspanel.rendering import engine_id_of
 
@@ -132,7 +131,7 @@ class SnapshotCollector:
             source = snap.get("source")
             if isinstance(source, dict):  # a fleet-collected engine: how its poll went
                 labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]
-                s_up.add_metric(labels, 1 if source.get("state") in ("ok", "up") and not source.get("error") else 0)
+                s_up.add_metric(labels, 1 if source.get("state") == SOURCE_ONLINE else 0)
                 if _num(source.get("last_ok_secs_ago")) is not None:
                     s_age.add_metric(labels, source["last_ok_secs_ago"])
                 if _num(source.get("poll_ms")) is not None:
@@ -167,16 +166,11 @@ def scrape() -> bytes:
     return generate_latest(registry)
 
 
-def _token_ok(token: str) -> bool:
-    status = getattr(settings, "VASTMANAGER_STATUS_TOKEN", "") or ""
-    return token_is_valid(token) or bool(status) and hmac.compare_digest(token.encode(), status.encode())
-
-
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not getattr(settings, "METRICS_PUBLIC", False):
         token = bearer_token(request)
-        if token is not None and not _token_ok(token):
+        if token is not None and not can_read_status(token):
             return _unauthorized("invalid token")
         if token is None and not request.user.is_authenticated:
             return _unauthorized("authentication required: send 'Authorization: Bearer <token>'")

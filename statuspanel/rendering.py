@@ -6,6 +6,8 @@ snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours 
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import threading
 import time
@@ -15,6 +17,7 @@ from typing import Any, Callable
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
+from statuspanel import fleet_render
 from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
@@ -47,6 +50,15 @@ class LRU:
                 self._data.popitem(last=False)
         return value
 
+    def get(self, key: Any) -> Any:
+        """The cached value, or None (counted as a hit when found)."""
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+        return None
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -55,6 +67,26 @@ class LRU:
 
 html_cache = LRU(256)
 frame_cache = LRU(512)
+
+# Frames are built off the server's event loop, one at a time: a fleet sends dozens of snapshots a
+# second and a render takes milliseconds, which on the loop would delay every request and frame
+# behind it. Clients waiting for the same frame share one build (single flight).
+_render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
+_building: dict[tuple[int, Any], asyncio.Future] = {}
+
+
+async def _off_loop(key: Any, build: Callable[[], str]) -> str:
+    cached = frame_cache.get(key)
+    if cached is not None:
+        return cached
+    loop = asyncio.get_running_loop()
+    slot = (id(loop), key)
+    future = _building.get(slot)
+    if future is None:
+        future = loop.run_in_executor(_render_pool, frame_cache.get_or_build, key, build)
+        _building[slot] = future
+        future.add_done_callback(lambda _f: _building.pop(slot, None))
+    return await asyncio.shield(future)  # a client that leaves must not cancel the others' frame
 
 
 def engine_id_of(snap: dict[str, Any]) -> str:
@@ -66,11 +98,26 @@ def _cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
     return (engine_id_of(snap), seq) if isinstance(seq, int) else None
 
 
-def render_engine(snap: dict[str, Any]) -> str:
-    """The engine partial for this snapshot; cached when the snapshot carries a seq."""
+def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The engine partial for this snapshot and its fleet-summary tally; cached when the snapshot
+    carries a seq (the tally's proofs/min rate is measured once per snapshot, at its render)."""
+    def build() -> tuple[str, dict[str, Any]]:
+        ctx = engine_context(snap)
+        return render_to_string(ENGINE_TEMPLATE, {"e": ctx}), ctx["tally"]
+
     key = _cache_key(snap)
-    build = lambda: render_to_string(ENGINE_TEMPLATE, {"e": engine_context(snap)})  # noqa: E731 - a one-line thunk reads better inline
     return build() if key is None else html_cache.get_or_build(key, build)
+
+
+def fleet_summary_of(snaps: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
+    """The fleet summary of these snapshots, counted as the panel counts it (the page's first paint,
+    and any other reader that wants the same numbers)."""
+    return fleet_render.fleet_summary([render_engine_with_tally(s)[1] for s in snaps], offline=offline)
+
+
+def render_engine(snap: dict[str, Any]) -> str:
+    """The engine partial for this snapshot (cached as `render_engine_with_tally`)."""
+    return render_engine_with_tally(snap)[0]
 
 
 def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
@@ -90,9 +137,7 @@ def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
     return build() if key is None else frame_cache.get_or_build((*key, with_html), build)
 
 
-def encoded_snapshot_frame(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
-    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built
-    around the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML."""
+def _encoded_frame_builder(engine_id: str, seq: int, snapshot_json: str, with_html: bool) -> Callable[[], str]:
     def build() -> str:
         head = f'{{"type":"snapshot","engine_id":{json.dumps(engine_id)},"seq":{seq},"snapshot":{snapshot_json}'
         if not with_html:
@@ -100,7 +145,15 @@ def encoded_snapshot_frame(engine_id: str, seq: int, snapshot_json: str, *, with
         snap = json.loads(snapshot_json)
         return head + ',"html":' + json.dumps(render_engine(snap)) + "}"
 
-    return frame_cache.get_or_build((engine_id, seq, with_html), build)
+    return build
+
+
+async def encoded_snapshot_frame_async(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
+    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built around
+    the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML; off the
+    event loop, one build shared by every client waiting for it."""
+    return await _off_loop((engine_id, seq, with_html),
+                           _encoded_frame_builder(engine_id, seq, snapshot_json, with_html))
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -125,7 +178,7 @@ def memory_context(mem: Any) -> dict[str, Any] | None:
 _OPEN_PHASE_FIELD = {SYNTHESIZING: "synth_ms", GPU: "gpu_ms", FINALIZING: "finalize_ms"}
 
 
-def partition_context(part: dict[str, Any]) -> dict[str, Any]:
+def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, Any]:
     state = str(part.get("state") or PENDING)
     open_ms = _OPEN_PHASE_FIELD.get(state)
     return {
@@ -138,6 +191,7 @@ def partition_context(part: dict[str, Any]) -> dict[str, Any]:
         "open_field": open_ms,
         "worker_id": part.get("worker_id"),
         "error": part.get("error") or "",
+        "inconsistent": flagged,
     }
 
 
@@ -156,8 +210,11 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
-    parts = [partition_context(p) for p in pipe.get("partitions") or [] if isinstance(p, dict)]
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset()) -> dict[str, Any]:
+    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
+    job_id = str(pipe.get("job_id") or "")
+    parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
+             for p in pipe.get("partitions") or [] if isinstance(p, dict)]
     kind = str(pipe.get("proof_kind") or "")
     failed = sum(1 for p in parts if p["state"] == FAILED)
     totals = []
@@ -165,7 +222,7 @@ def pipeline_context(pipe: dict[str, Any]) -> dict[str, Any]:
         total, rate = _phase_total(parts, field)
         totals.append({"field": field, "ms": total, "rate": rate})
     return {
-        "job_id": str(pipe.get("job_id") or ""),
+        "job_id": job_id,
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
         "status": pipe.get("status") or (FAILED if failed else RUNNING),
@@ -227,13 +284,19 @@ def counters_context(counters: Any) -> dict[str, Any]:
 def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, Any]:
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
-    pipes = [pipeline_context(p) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
+    consistency = fleet_render.consistency_context(snap)
+    pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
     synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
     heartbeat = _num(snap.get("heartbeat_secs"))
     published = _num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
-    return {
+    source = fleet_render.source_context(snap)
+    counters = counters_context(snap.get("counters"))
+    completed = snap.get("counters", {}).get("total_completed") if isinstance(snap.get("counters"), dict) else None
+    ppm = (fleet_render.rate_meter.observe(engine_id_of(snap), published or now, completed)
+           if isinstance(completed, int) and not isinstance(completed, bool) else None)
+    ctx = {
         "engine_id": engine_id_of(snap),
         "named": bool(snap.get("engine_id")),
         "seq": snap.get("seq"),
@@ -244,8 +307,20 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         "online": online,
         "memory": memory_context(snap.get("memory")),
         "synthesis": {"active": synth.get("active") or 0, "max": synth.get("max_concurrent") or 0},
-        "counters": counters_context(snap.get("counters")),
+        "counters": counters,
         "workers": [worker_context(w, kinds_by_job) for w in snap.get("gpu_workers") or [] if isinstance(w, dict)],
         "pipelines": pipes,
         "gpus": [gpu_context(g) for g in snap.get("gpus") or [] if isinstance(g, dict)],
+        "source": source,
+        # Durations tick between frames only while the data is current: a source that stopped
+        # answering must not look as if its workers were still busy.
+        "ticking": source is None or source["online"],
+        # A source never reached has no data to show: its section is its summary row alone.
+        "has_data": source is None or source["last_ok_secs_ago"] is not None,
+        "consistency": consistency,
+        "cuzk": fleet_render.cuzk_context(snap),
+        "proofs_per_min": ppm,
     }
+    ctx["tally"] = fleet_render.engine_tally(ctx)
+    ctx["tally_json"] = fleet_render.tally_json(ctx["tally"])
+    return ctx

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET
 from gpu_engine.models import FINAL_STATUSES, ProofJob
 from statuspanel.history import activity_context
 from statuspanel.live import current_snapshots
-from statuspanel.rendering import engine_id_of, render_engine
+from statuspanel.fleet_render import COLLAPSE_OVER, is_fleet_source
+from statuspanel.rendering import engine_id_of, fleet_summary_of, render_engine_with_tally
 from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS
 
 WS_PATH = "/ws/status/"
@@ -37,9 +38,21 @@ def panel(request: HttpRequest) -> HttpResponse:
     live, gone = current_snapshots()
     window = request.GET.get("window", DEFAULT_WINDOW)
     window = window if window in WINDOWS else DEFAULT_WINDOW
+    # Many engines: the page starts with each one collapsed to its summary row, and the activity
+    # regions (timeline and charts: queries per engine) are fetched only for engines opened.
+    collapsed = len(live) + len(gone) > COLLAPSE_OVER
+    rendered = [render_engine_with_tally(s) for s in live]  # cached: the summary below reuses them
+    engines = []
+    for snap, (html, _) in zip(live, rendered):
+        engine_id = engine_id_of(snap)
+        show_activity = not collapsed and not is_fleet_source(snap)
+        engines.append({"engine_id": engine_id, "html": html,
+                        "activity": activity_context(engine_id, snap, window) if show_activity else None})
     context = {
-        "engines": [{"engine_id": engine_id_of(s), "html": render_engine(s),
-                     "activity": activity_context(engine_id_of(s), s, window)} for s in live],
+        "engines": engines,
+        "fleet": fleet_summary_of(live, offline=len(gone)),
+        "collapsed": collapsed,
+        "collapse_over": COLLAPSE_OVER,
         "offline": gone,
         "finished": finished_jobs(),
         "history_url": _history_url(),

@@ -126,6 +126,11 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 # --- engine and panel -------------------------------------------------------
 # API token; when unset, runprover generates one and keeps it in DATA_DIR/api_token.
 VASTMANAGER_TOKEN = env_str("VASTMANAGER_TOKEN")
+# Read-only token: /api/status, /api/fleet, /metrics and the status stream, never submit or cancel
+# (a fleet dashboard or a scraper holds this one). Unset: no read-only token is accepted.
+VASTMANAGER_STATUS_TOKEN = env_str("VASTMANAGER_STATUS_TOKEN")
+# Seconds between re-reads of the fleet's Source table by the collector (added/edited/removed sources).
+FLEET_RELOAD_SECS = env_float("FLEET_RELOAD_SECS", 2.0)
 # Seconds finished jobs stay in the live view.
 TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
 # Publisher heartbeat; the cache TTL of a snapshot is two heartbeats (liveness).
@@ -157,5 +162,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    # httpx logs every request at INFO: the fleet collector makes one per source per interval.
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},
+                "httpx": {"level": "WARNING"}, "asyncssh": {"level": "WARNING"}},
 }

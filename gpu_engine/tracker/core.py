@@ -94,6 +94,14 @@ class StatusTracker:
             w.state = IDLE
             w.job_id = w.partition = w.proof_kind = w.busy_since = None
 
+    def _held_in_gpu(self, w: WorkerRecord) -> PartitionRecord | None:
+        """The partition a proving worker holds, if it is in `gpu` on that worker (it always is)."""
+        job = self._jobs.get(w.job_id)
+        if job is None or w.partition is None or not 0 <= w.partition < len(job.partitions):
+            return None
+        part = job.partitions[w.partition]
+        return part if part.state is GPU and part.worker_id == w.worker_id else None
+
     def _leave(self, job: JobRecord, part: PartitionRecord) -> None:
         """Bookkeeping for a partition leaving its phase by failure or retry."""
         old = part.state
@@ -256,7 +264,12 @@ class StatusTracker:
             self._changed()
 
     def partition_gpu_start(self, job_id: str, p: int, worker_id: Hashable) -> None:
-        """Worker takes the partition; a worker in `error` that is handed work has recovered."""
+        """Worker takes the partition; a worker in `error` that is handed work has recovered.
+
+        A worker still proving another partition is cuzk's call sequence (it starts its next
+        partition before the finalizer of the previous one reports, with no finalize_start): that
+        is split proving, so the previous partition moves to `finalizing` and the worker takes this one.
+        """
         now = self._clock()
         with self._lock:
             job, part = self._part(job_id, p)
@@ -264,8 +277,13 @@ class StatusTracker:
             if part.state is not SYNTH_DONE and part.state is not PENDING:
                 raise self._bad(job_id, p, part, "partition_gpu_start")
             if w.state is PROVING:
-                raise TrackerError(f"partition_gpu_start: worker {worker_id!r} is still proving job "
-                                   f"{w.job_id!r} partition {w.partition}")
+                previous = self._held_in_gpu(w)
+                if previous is None:
+                    raise TrackerError(f"partition_gpu_start: worker {worker_id!r} is still proving job "
+                                       f"{w.job_id!r} partition {w.partition}")
+                previous.state = FINALIZING   # implicit finalize_start of the previous partition
+                previous.gpu_end = now
+                previous.fin_start = now
             part.state = GPU
             part.gpu_start = now
             part.worker_id = worker_id

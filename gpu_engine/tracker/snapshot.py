@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import FAILED, QUEUED, RUNNING
 
 def _utc_now_iso() -> str:
@@ -82,7 +83,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
         for worker_id, ordinal, wstate, job_id, partition, kind, busy_since, error in workers
     ]
     total, used = memory
-    return {
+    snap = {
         "engine_id": None,
         "seq": state["seq"],
         "generated_at": _utc_now_iso(),
@@ -102,3 +103,5 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
             "queue_depth": state["queue_depth"],
         },
     }
+    snap["consistency"] = check_consistency(snap)  # our tracker keeps it empty; shown for every engine alike
+    return snap

@@ -1,7 +1,9 @@
 // Live updates for the server-rendered panel: no framework, no build step.
 // The server sends each engine's partial already rendered; this swaps in only the regions whose
 // HTML changed (no flicker), ticks open durations between frames, reconnects with backoff, and
-// marks engines stale when the socket is lost or an engine's heartbeat expires.
+// marks engines stale when the socket is lost or an engine's heartbeat expires. The fleet summary on
+// top adds up the tally each engine's partial carries (data-tally); each engine section collapses to
+// its summary row, the choice kept in localStorage per engine id.
 (function () {
   "use strict";
   const panel = document.getElementById("panel");
@@ -10,8 +12,11 @@
   const connEl = document.querySelector("[data-conn]");
   const historyEl = document.getElementById("history");
   const clockOffset = parseFloat(panel.dataset.serverNow) - Date.now() / 1000 || 0;
-  const engines = new Map(); // engine id -> {section, seq, base, lastFrame, lastWall, hb, regions, total}
+  const engines = new Map(); // engine id -> {section, seq, base, lastFrame, lastWall, hb, regions, total, tally}
   let socket = null, backoff = 1000, lostSince = null, retryAt = 0, historyTimer = null, ticker = null;
+  let summaryTimer = null;
+  const COLLAPSE_KEY = "vastmanager.panel.collapsed";
+  const collapseOver = parseInt(enginesEl.dataset.collapseOver, 10) || 6;
 
   function fmt(secs) {
     secs = Math.max(0, secs);
@@ -22,15 +27,64 @@
   }
   function clock(ms) { return new Date(ms).toLocaleTimeString(); }
 
-  function adopt(section) {
+  function adopt(section, collapsedByDefault) {
     const id = section.dataset.engineId, body = section.querySelector(".engine-body");
     const st = { section: section, seq: -1, base: performance.now(), lastFrame: performance.now(),
-               lastWall: Date.now(), hb: 2, regions: new Map(), total: null };
+               lastWall: Date.now(), hb: 2, regions: new Map(), total: null, tally: null, stale: false };
     if (body) stamp(st, body, true);
     section.querySelectorAll("[data-region]").forEach(function (r) { st.regions.set(r.dataset.region, r.outerHTML); });
     engines.set(id, st);
+    const toggle = document.createElement("button");
+    toggle.type = "button";
+    toggle.className = "collapse-toggle";
+    toggle.dataset.collapseToggle = "";
+    section.insertBefore(toggle, section.firstChild);
+    const stored = storedCollapse()[id];
+    setCollapsed(st, typeof stored === "boolean" ? stored : collapsedByDefault);
     return st;
   }
+
+  // -- collapsing: per engine id, in localStorage; engines never chosen follow the page's default --
+  function storedCollapse() {
+    try { return JSON.parse(localStorage.getItem(COLLAPSE_KEY) || "{}") || {}; } catch (e) { return {}; }
+  }
+  function saveCollapse(changes) {
+    const all = storedCollapse();
+    Object.keys(changes).forEach(function (id) { all[id] = changes[id]; });
+    try { localStorage.setItem(COLLAPSE_KEY, JSON.stringify(all)); } catch (e) { /* private mode: not kept */ }
+  }
+  function setCollapsed(st, collapsed) {
+    const was = st.section.classList.contains("collapsed");
+    st.section.classList.toggle("collapsed", collapsed);
+    const toggle = st.section.querySelector("[data-collapse-toggle]");
+    if (toggle) {
+      toggle.setAttribute("aria-expanded", String(!collapsed));
+      toggle.title = collapsed ? "show this engine" : "collapse to its summary row";
+      toggle.textContent = collapsed ? "\u25B8" : "\u25BE";
+    }
+    if (was && !collapsed) refreshActivity(st, true); // its activity was not kept up while collapsed
+  }
+  panel.addEventListener("click", function (ev) {
+    const t = ev.target.closest ? ev.target : null;
+    const toggle = t && t.closest("[data-collapse-toggle]");
+    if (toggle) {
+      const st = engines.get(toggle.closest("section.engine").dataset.engineId);
+      const collapsed = !st.section.classList.contains("collapsed");
+      setCollapsed(st, collapsed);
+      saveCollapse({ [st.section.dataset.engineId]: collapsed });
+      return;
+    }
+    const all = t && t.closest("[data-collapse-all]");
+    if (all) {
+      const collapsed = all.dataset.collapseAll === "1", changes = {};
+      engines.forEach(function (st, id) { setCollapsed(st, collapsed); changes[id] = collapsed; });
+      saveCollapse(changes);
+      return;
+    }
+    const link = t && t.closest("[data-engine-link], .warn-badge");
+    const section = link && (link.dataset.engineLink ? engines.get(link.dataset.engineLink) : engines.get(link.closest("section.engine").dataset.engineId));
+    if (section && section.section.classList.contains("collapsed")) setCollapsed(section, false);
+  });
 
   // Anchor live durations at the snapshot's publish time (corrected for clock skew).
   function stamp(st, body, fromPage) {
@@ -50,13 +104,14 @@
     const section = document.createElement("section");
     section.className = "engine";
     section.dataset.engineId = id;
+    section.id = "engine-" + id;
     const after = Array.prototype.find.call(enginesEl.children, function (s) { return s.dataset.engineId > id; });
     enginesEl.insertBefore(section, after || null);
     const gone = document.querySelector('[data-offline-engine-id="' + CSS.escape(id) + '"]');
     if (gone) gone.remove();
     const empty = document.getElementById("no-engines");
     if (empty) empty.hidden = true;
-    return adopt(section);
+    return adopt(section, engines.size + 1 > collapseOver);
   }
 
   function applyFrame(frame) {
@@ -82,13 +137,16 @@
         if (old) old.replaceWith(r);
         st.regions.set(name, html);
       });
-      ["seq", "publishedAt", "heartbeatSecs"].forEach(function (k) { oldBody.dataset[k] = body.dataset[k]; });
+      ["seq", "publishedAt", "heartbeatSecs", "tally"].forEach(function (k) { oldBody.dataset[k] = body.dataset[k]; });
+      oldBody.className = body.className;
       body = oldBody;
     }
     stamp(st, body, false);
+    readTally(st, body);
     st.section.classList.remove("stale");
+    if (st.stale) { st.stale = false; scheduleSummary(); }
     refreshActivity(st);
-    tick();
+    tickEngine(st, performance.now(), socket && socket.readyState === WebSocket.OPEN);
     const c = frame.snapshot && frame.snapshot.counters;
     if (c) {
       const total = (c.total_completed || 0) + (c.total_failed || 0);
@@ -123,6 +181,10 @@
     return slot;
   }
   function refreshActivity(st, force) {
+    // Collapsed engines show no activity; fleet sources keep their history on their own host.
+    if (st.section.classList.contains("collapsed")) return;
+    const body = st.section.querySelector(".engine-body");
+    if (body && body.dataset.fleetSource !== undefined) return;
     const slot = activitySlot(st);
     if (!slot || st.activityBusy) return;
     const wait = (st.activityAt || 0) + ACTIVITY_MS - Date.now();
@@ -149,6 +211,7 @@
 
   function setStale(st, sinceMs) {
     st.section.classList.add("stale");
+    if (!st.stale) { st.stale = true; scheduleSummary(); }
     const el = st.section.querySelector("[data-liveness]");
     const text = "stale since " + clock(sinceMs);
     if (el && el.textContent !== text) {
@@ -158,20 +221,23 @@
     }
   }
 
+  function tickEngine(st, now, open) {
+    // Stale data stops ticking: a growing duration would claim work we can no longer see.
+    if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
+    if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);
+    if (st.section.classList.contains("collapsed")) return; // nothing ticking is shown
+    const elapsed = (now - st.base) / 1000;
+    st.section.querySelectorAll(".live[data-live-secs]").forEach(function (el) {
+      const v = parseFloat(el.dataset.liveSecs);
+      if (isNaN(v)) return;
+      const t = fmt(v + (parseFloat(el.dataset.rate) || 1) * elapsed);
+      if (el.textContent !== t) el.textContent = t;
+    });
+  }
+
   function tick() {
     const now = performance.now(), open = socket && socket.readyState === WebSocket.OPEN;
-    engines.forEach(function (st) {
-      // Stale data stops ticking: a growing duration would claim work we can no longer see.
-      if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
-      if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);
-      const elapsed = (now - st.base) / 1000;
-      st.section.querySelectorAll(".live[data-live-secs]").forEach(function (el) {
-        const v = parseFloat(el.dataset.liveSecs);
-        if (isNaN(v)) return;
-        const t = fmt(v + (parseFloat(el.dataset.rate) || 1) * elapsed);
-        if (el.textContent !== t) el.textContent = t;
-      });
-    });
+    engines.forEach(function (st) { tickEngine(st, now, open); });
     if (connEl && !open && lostSince !== null) {
       const wait = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
       connEl.textContent = "disconnected since " + clock(lostSince) + (wait ? " · retry in " + wait + " s" : " · connecting");
@@ -215,7 +281,69 @@
     if (document.hidden) stopTicking(); else startTicking();
   });
 
-  document.querySelectorAll("#engines > section.engine").forEach(adopt);
+  // -- the fleet summary: the sum of every engine's tally, counted as the server counts it
+  // (statuspanel/fleet_render.py fleet_summary); an engine this page sees as stale is not online.
+  function readTally(st, body) {
+    try { st.tally = JSON.parse(body.dataset.tally || "null"); } catch (e) { st.tally = null; }
+    scheduleSummary();
+  }
+  function scheduleSummary() {
+    if (summaryEl && summaryTimer === null) summaryTimer = setTimeout(summarize, 150);
+  }
+  function summarize() {
+    summaryTimer = null;
+    const sum = { engines: document.querySelectorAll("[data-offline-engine-id]").length, online: 0, warnings: 0,
+                  ppm: null, failing: [], workers: {}, gpus: {}, phases: {} };
+    engines.forEach(function (st) {
+      const t = st.tally;
+      sum.engines += 1;
+      if (!t) return;
+      if (t.failing) sum.failing.push(t);
+      if (t.state !== "online" || st.stale) return;
+      sum.online += 1;
+      sum.warnings += t.warnings || 0;
+      ["workers", "gpus", "phases"].forEach(function (g) {
+        Object.keys(t[g] || {}).forEach(function (k) { sum[g][k] = (sum[g][k] || 0) + t[g][k]; });
+      });
+      if (typeof t.ppm === "number") sum.ppm = (sum.ppm || 0) + t.ppm;
+    });
+    summaryEl.querySelectorAll("[data-sum]").forEach(function (el) {
+      const path = el.dataset.sum.split(".");
+      let v = path.length === 2 ? (sum[path[0]] || {})[path[1]] || 0 : sum[path[0]];
+      if (path[0] === "failing") v = sum.failing.length;
+      const text = path[0] === "ppm" ? (v === null ? "\u2014" : v.toFixed(1)) : String(v);
+      if (el.textContent !== text) el.textContent = text;
+    });
+    const warnBox = summaryEl.querySelector('[data-sum-box="warnings"]');
+    if (warnBox) warnBox.classList.toggle("has-warnings", sum.warnings > 0);
+    const failBox = summaryEl.querySelector('[data-sum-box="failing"]');
+    if (failBox) failBox.classList.toggle("none", sum.failing.length === 0);
+    const list = summaryEl.querySelector("[data-failing-list]");
+    const key = sum.failing.map(function (t) { return t.id + "\u0000" + t.state; }).join("\u0001");
+    if (list && list.dataset.key !== key) {
+      list.dataset.key = key;
+      list.textContent = "";
+      sum.failing.forEach(function (t) {
+        const a = document.createElement("a");
+        a.href = "#engine-" + t.id;
+        a.dataset.engineLink = t.id;
+        a.className = "src-" + t.state;
+        a.textContent = t.id + " (" + t.state + ")";
+        list.appendChild(document.createTextNode(" "));
+        list.appendChild(a);
+      });
+    }
+  }
+
+  const summaryEl = document.getElementById("fleet");
+  const initial = document.querySelectorAll("#engines > section.engine");
+  initial.forEach(function (section) {
+    const st = adopt(section, section.classList.contains("collapsed"));
+    const body = section.querySelector(".engine-body");
+    if (body) readTally(st, body);
+  });
+  const actions = document.querySelector("[data-fleet-actions]");
+  if (actions) actions.hidden = false;
   if (document.hidden) tick(); else startTicking();
   if ("WebSocket" in window) connect();
 })();

@@ -38,11 +38,11 @@ def engine(no_engine: None) -> StatusTracker:
 def test_healthz_without_engine(client, no_engine: None) -> None:
     resp = client.get("/healthz")
     assert resp.status_code == 200
-    assert resp.json() == {"ok": True, "engine_running": False}
+    assert resp.json() == {"ok": True, "engine_running": False, "fleet_collector": False}
 
 
 def test_healthz_with_engine(client, engine: StatusTracker) -> None:
-    assert client.get("/healthz").json() == {"ok": True, "engine_running": True}
+    assert client.get("/healthz").json() == {"ok": True, "engine_running": True, "fleet_collector": False}
 
 
 def test_status_is_503_without_engine(client, no_engine: None) -> None:

@@ -110,7 +110,7 @@ def test_no_series_left_for_a_removed_worker_or_engine(client, api_token, publis
 
     snap = tracker.snapshot()
     snap["gpu_workers"] = [w for w in snap["gpu_workers"] if w["worker_id"] != 1]  # worker 1 is gone
-    snap["source"] = {"kind": "cuzk", "transport": "http", "state": "ok", "error": None,
+    snap["source"] = {"kind": "cuzk", "transport": "http", "state": "online", "error": None,
                       "last_ok_secs_ago": 1.5, "poll_ms": 12.0}
     publish(snap, "metrics-a")
     m = scrape(client)

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from statuspanel import rendering
+from statuspanel import fleet_render, rendering
 from tests.panel.helpers import clear_panel_cache
 
 
@@ -22,3 +22,4 @@ def fresh_render_caches() -> None:
     """The rendering's memoised fragments and frames start empty (their hit counts are asserted)."""
     rendering.html_cache.clear()
     rendering.frame_cache.clear()
+    fleet_render.rate_meter.clear()

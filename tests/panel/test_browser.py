@@ -14,9 +14,6 @@ from tests.process_support import free_port, stop_now, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"]
 TOKEN = "browser-test-token"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -39,8 +36,6 @@ PROVING_SNAP_IN_GPU = """() => {
 
 @pytest.fixture
 def prover(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is missing: `make browser` (apt-get install chromium chromium-driver)")
     port = free_port()
     env = dict(os.environ, VASTMANAGER_DATA_DIR=str(tmp_path / "data"), VASTMANAGER_TOKEN=TOKEN,
                VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"), LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1")
@@ -64,77 +59,58 @@ def prover(tmp_path):
         log.close()
 
 
-def test_live_panel_in_chromium(prover, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_live_panel_in_chromium(prover, panel_login):
     base, proc = prover
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        # launch() gives the browser a fresh temporary profile (its own --user-data-dir) every time.
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{base}/login?token={TOKEN}")
-            assert page.url.rstrip("/") == base, page.url
-            page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
-            page.evaluate("window.__noReload = true")
+    page = panel_login(base, TOKEN)
+    page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
+    page.evaluate("window.__noReload = true")
 
-            # The view moves without a reload: the engine's snapshot seq advances under our marker.
-            page.wait_for_selector("#engines .engine-body[data-seq]", timeout=30_000)
-            first_seq = int(page.get_attribute("#engines .engine-body", "data-seq"))
-            page.wait_for_function(f"() => +document.querySelector('#engines .engine-body').dataset.seq > {first_seq}",
-                                   timeout=15_000)
+    # The view moves without a reload: the engine's snapshot seq advances under our marker.
+    page.wait_for_selector("#engines .engine-body[data-seq]", timeout=30_000)
+    first_seq = int(page.get_attribute("#engines .engine-body", "data-seq"))
+    page.wait_for_function(f"() => +document.querySelector('#engines .engine-body').dataset.seq > {first_seq}",
+                           timeout=15_000)
 
-            job_id = page.wait_for_function(PROVING_SNAP_IN_GPU, timeout=120_000, polling=50).json_value()
-            page.screenshot(path=str(ARTIFACTS / "panel-proving.png"), full_page=True)
-            assert job_id.startswith("ps-snap-") and len(job_id) > len("ps-snap-")
-            assert page.locator(f'article.worker[data-job-id="{job_id}"] .job-id').first.inner_text().strip() in (
-                job_id, "—")  # the card may have moved on since; the check above saw it whole
-            # Finished jobs reach the history table (refetched when the counters move), linked to the admin.
-            page.wait_for_selector("#history tr.job-row", timeout=120_000)
-            link = page.locator("#history tr.job-row a.job-id").first
-            assert link.inner_text().strip() == link.get_attribute("title")
-            assert "/admin/gpu_engine/proofjob/" in link.get_attribute("href")
-            assert page.evaluate("window.__noReload") is True
-            assert errors == []
+    job_id = page.wait_for_function(PROVING_SNAP_IN_GPU, timeout=120_000, polling=50).json_value()
+    page.screenshot(path=str(ARTIFACTS / "panel-proving.png"), full_page=True)
+    assert job_id.startswith("ps-snap-") and len(job_id) > len("ps-snap-")
+    assert page.locator(f'article.worker[data-job-id="{job_id}"] .job-id').first.inner_text().strip() in (
+        job_id, "—")  # the card may have moved on since; the check above saw it whole
+    # Finished jobs reach the history table (refetched when the counters move), linked to the admin.
+    page.wait_for_selector("#history tr.job-row", timeout=120_000)
+    link = page.locator("#history tr.job-row a.job-id").first
+    assert link.inner_text().strip() == link.get_attribute("title")
+    assert "/admin/gpu_engine/proofjob/" in link.get_attribute("href")
+    assert page.evaluate("window.__noReload") is True
+    assert page.js_errors == []
 
-            # On a 420 px screen the pipelines table scrolls sideways; its headings never overlap.
-            narrow = browser.new_page(viewport={"width": 420, "height": 900})
-            try:
-                narrow.goto(f"{base}/login?token={TOKEN}")
-                narrow.wait_for_selector("#engines table.pipes th", timeout=30_000)
-                # Where each heading's text is drawn (not its cell: text can overflow a squeezed cell).
-                boxes = narrow.eval_on_selector_all("#engines table.pipes thead th", """ths => ths.map(th => {
-                    const range = document.createRange(); range.selectNodeContents(th);
-                    const r = range.getBoundingClientRect(); return [r.left, r.right]; })""")
-                assert len(boxes) == 7
-                for (_, right), (left, _) in zip(boxes, boxes[1:]):
-                    assert right <= left, boxes
-                assert narrow.evaluate("document.documentElement.scrollWidth") <= 420
-                narrow.screenshot(path=str(ARTIFACTS / "panel-420.png"), full_page=True)
-            finally:
-                narrow.close()
+    # On a 420 px screen the pipelines table scrolls sideways; its headings never overlap.
+    narrow = panel_login(base, TOKEN, width=420, height=900)
+    narrow.wait_for_selector("#engines table.pipes th", timeout=30_000)
+    # Where each heading's text is drawn (not its cell: text can overflow a squeezed cell).
+    boxes = narrow.eval_on_selector_all("#engines table.pipes thead th", """ths => ths.map(th => {
+        const range = document.createRange(); range.selectNodeContents(th);
+        const r = range.getBoundingClientRect(); return [r.left, r.right]; })""")
+    assert len(boxes) == 7
+    for (_, right), (left, _) in zip(boxes, boxes[1:]):
+        assert right <= left, boxes
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 420
+    narrow.screenshot(path=str(ARTIFACTS / "panel-420.png"), full_page=True)
+    narrow.context.close()
 
-            # Whole on first paint without JavaScript: the same regions, server-rendered.
-            bare = browser.new_context(java_script_enabled=False)
-            try:
-                nojs = bare.new_page()
-                nojs.goto(f"{base}/login?token={TOKEN}")
-                assert nojs.locator("#engines .engine [data-region=workers] article.worker").count() >= 1
-                assert nojs.locator("#engines .engine [data-region=pipelines]").count() == 1
-                assert nojs.inner_text("[data-conn]") == "static"
-            finally:
-                bare.close()
+    # Whole on first paint without JavaScript: the same regions, server-rendered.
+    nojs = panel_login(base, TOKEN, javascript=False)
+    assert nojs.locator("#engines .engine [data-region=workers] article.worker").count() >= 1
+    assert nojs.locator("#engines .engine [data-region=pipelines]").count() == 1
+    assert nojs.inner_text("[data-conn]") == "static"
+    nojs.context.close()
 
-            # The server goes away (a second SIGTERM makes runprover exit at once rather than drain):
-            # the panel says stale, and since when.
-            stop_now(proc)
-            page.wait_for_selector("#engines .engine.stale", timeout=20_000)
-            liveness = page.inner_text("#engines .engine.stale [data-liveness]")
-            assert liveness.startswith("stale since"), liveness
-            assert "disconnected since" in page.inner_text("[data-conn]")
-            page.screenshot(path=str(ARTIFACTS / "panel-stale.png"), full_page=True)
-        finally:
-            browser.close()
+    # The server goes away (a second SIGTERM makes runprover exit at once rather than drain):
+    # the panel says stale, and since when.
+    stop_now(proc)
+    page.wait_for_selector("#engines .engine.stale", timeout=20_000)
+    liveness = page.inner_text("#engines .engine.stale [data-liveness]")
+    assert liveness.startswith("stale since"), liveness
+    assert "disconnected since" in page.inner_text("[data-conn]")
+    page.screenshot(path=str(ARTIFACTS / "panel-stale.png"), full_page=True)

@@ -28,3 +28,11 @@ def test_phase_title_carries_everything_in_full():
 
 def test_worker_label():
     assert worker_label(0) == "W0" and worker_label("cpu0-w0") == "cpu0-w0" and worker_label(None) == "—"
+
+
+@pytest.mark.parametrize("ms,text", [(None, "—"), ("x", "—"), (0.85, "850 µs"), (3.25, "3.2 ms"), (12.4, "12 ms"),
+                                     (999, "999 ms"), (1250, "1.25 s"), (65_000, "1m 05s"), (float("nan"), "—")])
+def test_latency_ms(ms, text):
+    from gpu_engine.formatting import latency_ms
+
+    assert latency_ms(ms) == text

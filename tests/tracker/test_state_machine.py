@@ -117,6 +117,19 @@ class TrackerMachine(RuleBasedStateMachine):
         mj.states[q], mj.pworker[q] = "gpu", wid
         self.m.workers[wid] = ModelWorker("proving", nxt, q)
 
+    @precondition(lambda self: self.parts("gpu") and self.parts("synth_done", "pending"))
+    @rule(data=st.data())
+    def cuzk_handoff(self, data: st.DataObject) -> None:
+        """cuzk's sequence: the worker takes its next partition with no finalize_start for the last."""
+        job, p = data.draw(st.sampled_from(self.parts("gpu")))
+        wid = self.m.jobs[job].pworker[p]
+        nxt, q = data.draw(st.sampled_from(self.parts("synth_done", "pending")))
+        self.t.partition_gpu_start(nxt, q, wid)
+        self.m.jobs[job].states[p] = "finalizing"
+        mj = self.m.jobs[nxt]
+        mj.states[q], mj.pworker[q] = "gpu", wid
+        self.m.workers[wid] = ModelWorker("proving", nxt, q)
+
     def finalize_one(self, job: str, p: int) -> None:
         wid = self.m.jobs[job].pworker[p]
         self.t.partition_finalize_start(job, p, wid)

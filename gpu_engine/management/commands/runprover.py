@@ -52,6 +52,8 @@ class Command(BaseCommand):
         parser.add_argument("--drain-secs", type=float, default=30.0, metavar="S",
                             help="on SIGINT/SIGTERM, how long held jobs may finish before they are returned")
         parser.add_argument("--demo", action="store_true", help="keep a mixed stream of demo jobs queued")
+        parser.add_argument("--no-fleet", action="store_true",
+                            help="do not poll the fleet's sources (manage.py addsource) while serving")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         self._check_migrations()
@@ -73,6 +75,7 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         serve = not opts["no_serve"]
+        self._no_fleet = opts["no_fleet"]
         host, port = opts["bind"]
         if serve:
             self._check_bind(host, port)
@@ -126,7 +129,7 @@ class Command(BaseCommand):
         publisher = SnapshotPublisher(engine.tracker, cfg.engine_id)
         engine.add_listener(cli.ProgressPrinter(engine.stats, self.stdout._out))
         feeder = DemoFeeder() if demo else None
-        server = self._server(host, port, publisher) if serve else None
+        server = self._server(host, port, publisher, fleet=not self._no_fleet) if serve else None
         signals = {"count": 0}
         server_failed = False
 
@@ -164,6 +167,10 @@ class Command(BaseCommand):
             if feeder:
                 feeder.stop()
             publisher.stop()
+            if serve:
+                from statuspanel.fleet.serving import stop_collector
+
+                stop_collector()
             runtime.set_local_tracker(None)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -187,17 +194,23 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
-    def _server(self, host: str, port: int, publisher):
+    def _server(self, host: str, port: int, publisher, *, fleet: bool = True):
         """Daphne for the panel and API (with body limits and WebSocket back-pressure: vastmanager.server),
-        publishing onto its loop once it is listening."""
+        publishing onto its loop once it is listening (and the fleet collector's snapshots too, unless
+        --no-fleet)."""
         from vastmanager.asgi import build_application
         from vastmanager.server import build_server
 
         def ready() -> None:
             import asyncio
 
-            publisher.attach_loop(asyncio.get_event_loop())
+            loop = asyncio.get_event_loop()
+            publisher.attach_loop(loop)
             publisher.start()
+            if fleet:
+                from statuspanel.fleet.serving import start_collector
+
+                start_collector(loop)
 
         # The application serves the panel's static files itself.
         return build_server(build_application(), host, port, ready_callable=ready)

@@ -1,0 +1,282 @@
+"""The fleet collector: polls every enabled Source and publishes each as an engine on the wire.
+
+It runs inside the serving process (`runprover`, `watchfleet`) on an asyncio loop of its own, in
+one thread, so nothing a source does (hang, flood, garbage) can hold the web server's loop; its
+snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
+group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
+the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
+depth cap. JSON decoding, the adapter and every database call run in a small thread pool. The
+Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
+a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from gpu_engine import wire
+from gpu_engine.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
+from statuspanel.fleet import sources as source_table
+from statuspanel.fleet.errors import Unreachable
+from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
+from statuspanel.fleet.shape import Malformed
+from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client
+
+log = logging.getLogger(__name__)
+
+TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
+SEND_TIMEOUT_SECS = 5.0
+
+
+class FleetCollector:
+    """Polls the fleet; `start()` runs it in a thread of its own, `stop()` ends it."""
+
+    def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
+                 channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
+                 record_state_change: Callable[..., None] | None = None, threads: int = 4) -> None:
+        self.reload_secs = reload_secs
+        self.max_bytes = max_bytes
+        self.max_depth = max_depth
+        self._layer = channel_layer
+        self._cache = cache
+        self._load = load_sources or source_table.load_sources
+        self._record = record_state_change or source_table.record_state_change
+        self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self.states: dict[str, SourceState] = {}        # by source name
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._clients: dict[str, Any] = {}
+        self._registered: dict[str, float] = {}
+        self._inflight: dict[str, concurrent.futures.Future] = {}
+        self.reloads = 0
+        self.published = 0
+        self.send_errors = 0
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Deliver group messages through `loop` (the server's), as the in-memory layer requires."""
+        self._server_loop = loop
+
+    @property
+    def channel_layer(self):
+        if self._layer is None:
+            from channels.layers import get_channel_layer
+
+            self._layer = get_channel_layer()
+        return self._layer
+
+    @property
+    def cache(self):
+        return self._cache if self._cache is not None else wire.default_cache()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> FleetCollector:
+        if self._thread is not None:
+            raise RuntimeError("collector already started")
+        self._thread = threading.Thread(target=self._main, name="fleet-collector", daemon=True)
+        self._thread.start()
+        self._ready.wait(5)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stopping.set)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self.run())
+        finally:
+            loop.close()
+
+    async def run(self) -> None:
+        """Reload the table, refresh states and heartbeats, until stopped; then close everything."""
+        self._stopping = asyncio.Event()
+        self._ready.set()
+        next_reload = 0.0
+        try:
+            while not self._stopping.is_set():
+                now = time.monotonic()
+                if now >= next_reload:
+                    await self._reload()
+                    next_reload = now + self.reload_secs
+                await self._refresh()
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), TICK_SECS)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            for name in list(self._tasks):
+                await self._drop(name, forget=False)
+
+    # -- the table ------------------------------------------------------------------------------
+    async def _reload(self) -> None:
+        try:
+            configs = await self._in_thread(self._load)
+        except Exception:  # a database hiccup keeps the sources already running
+            log.exception("fleet: reading the source table failed")
+            return
+        self.reloads += 1
+        wanted = {cfg.name: cfg for cfg in configs}
+        for name in [n for n in self._tasks if n not in wanted]:
+            await self._drop(name, forget=True)
+        for name, cfg in wanted.items():
+            state = self.states.get(name)
+            if state is None:
+                self.states[name] = SourceState(cfg)
+                self._launch(cfg)
+            elif state.cfg != cfg:
+                only_pin = _without_pin(state.cfg) == _without_pin(cfg)
+                state.cfg = cfg
+                if not only_pin:  # an edit: a fresh client and poll; the state's history stays
+                    await self._stop_task(name)
+                    self._launch(cfg)
+
+    def _launch(self, cfg: SourceConfig) -> None:
+        def on_pin(key: str) -> None:
+            self._executor.submit(source_table.pin_host_key, cfg.id, key)
+
+        client = make_client(cfg, on_pin)
+        self._clients[cfg.name] = client
+        self._tasks[cfg.name] = asyncio.get_running_loop().create_task(self._poll_forever(cfg.name, client),
+                                                                        name=f"fleet-{cfg.name}")
+
+    async def _stop_task(self, name: str) -> None:
+        task = self._tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        client = self._clients.pop(name, None)
+        if client is not None:
+            try:
+                await asyncio.wait_for(client.aclose(), 2.0)
+            except Exception:  # closing a dead connection must not stop the collector
+                pass
+
+    async def _drop(self, name: str, *, forget: bool) -> None:
+        await self._stop_task(name)
+        self.states.pop(name, None)
+        if forget:  # a removed source leaves the panel now, not when its TTL runs out
+            await self._in_thread(wire.forget_engine, self.cache, name)
+
+    # -- polling --------------------------------------------------------------------------------
+    async def _poll_forever(self, name: str, client) -> None:
+        state = self.states[name]
+        while True:
+            cfg = state.cfg
+            started = time.monotonic()
+            await self._poll_once(state, client)
+            await self._publish(state)
+            if state.failure is None:
+                delay = cfg.interval_secs - (time.monotonic() - started)
+            else:
+                delay = backoff_delay(cfg, state.failures)
+            await asyncio.sleep(max(delay, 0.05))
+
+    async def _poll_once(self, state: SourceState, client) -> None:
+        cfg = state.cfg
+        started = time.monotonic()
+        try:
+            body = await fetch(client, cfg, self.max_bytes)
+            snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+        except Unreachable as exc:
+            state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
+        except Malformed as exc:
+            state.observe_failure(SOURCE_MALFORMED, exc.reason, str(exc), _ms(started))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug here must not end the source's polling
+            log.exception("fleet source %s: unexpected error", cfg.name)
+            state.observe_failure(SOURCE_UNREACHABLE, "network", f"network: {type(exc).__name__}", _ms(started))
+        else:
+            state.observe_ok(snap, _ms(started))
+
+    async def _refresh(self) -> None:
+        """Republish sources whose heartbeat is due or whose state moved (e.g. a hanging poll went stale)."""
+        now = time.monotonic()
+        for state in list(self.states.values()):
+            if state.due(now):
+                await self._publish(state)
+
+    # -- publishing -----------------------------------------------------------------------------
+    async def _publish(self, state: SourceState) -> None:
+        cfg = state.cfg
+        snap = state.snapshot()
+        source = snap["source"]
+        current = (source["state"], source["reason"] or "")
+        previous = state.published_state
+        state.published_state = current
+        state.last_publish = time.monotonic()
+        if previous != current:
+            self._executor.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
+                                  current[0], current[1], source["error"] or "", time.time())
+        try:
+            await self._in_thread(self._store, snap)
+            self._send(wire.snapshot_message(cfg.name, snap["seq"], snap))
+            self.published += 1
+        except Exception:  # the panel going dark must never stop the collector
+            self.send_errors += 1
+            log.exception("fleet source %s: publishing failed", cfg.name)
+
+    def _store(self, snap: dict[str, Any]) -> None:
+        cache, name, now = self.cache, snap["engine_id"], time.time()
+        wire.store_snapshot(cache, snap, snap["heartbeat_secs"])
+        if now - self._registered.get(name, 0.0) >= snap["heartbeat_secs"]:
+            wire.register_engine(cache, name, now)
+            self._registered[name] = now
+
+    def _send(self, message: dict[str, Any]) -> None:
+        layer = self.channel_layer
+        if layer is None:
+            return
+        name = message["engine_id"]
+        inflight = self._inflight.get(name)
+        if inflight is not None and not inflight.done():
+            return  # the server loop is behind: the cache holds the latest, the next publish sends it
+        coro = layer.group_send(wire.STATUS_GROUP, message)
+        if self._server_loop is not None:
+            future = asyncio.run_coroutine_threadsafe(coro, self._server_loop)
+        else:
+            future = asyncio.ensure_future(asyncio.wait_for(coro, SEND_TIMEOUT_SECS))
+        future.add_done_callback(self._send_done)
+        self._inflight[name] = future
+
+    def _send_done(self, future) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            self.send_errors += 1
+            log.warning("fleet: a snapshot send failed: %r", future.exception())
+
+    def _record_safely(self, *args: Any) -> None:
+        try:
+            self._record(*args)
+        except Exception:  # a state change not kept must not stop the collector
+            log.exception("fleet: keeping a state change of %s failed", args[1])
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000.0
+
+
+def _without_pin(cfg: SourceConfig) -> tuple:
+    return tuple(getattr(cfg, f) for f in cfg.__dataclass_fields__ if f != "ssh_host_key")

@@ -1,0 +1,198 @@
+"""The one rule set of a fleet Source, used by the admin and by `addsource` alike.
+
+`SourceForm` validates every field and their combinations (an http source has a URL and no ssh
+fields; an ssh source has user, host, key file and remote port and no URL; a vastmanager source
+has a token). The token is write-only: never rendered back, kept when left empty on an edit,
+removed only with `clear_token`. `parse_ssh_target("user@host[:port]")` is the one reading of the
+`--ssh` argument.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from gpu_engine.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
+from gpu_engine.wire import validate_engine_id
+from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
+HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,253}[A-Za-z0-9])?)$")
+USER_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]{0,63}$")
+MIN_INTERVAL_SECS = 0.2
+MAX_INTERVAL_SECS = 3600.0
+MIN_TOKEN_CHARS = 16
+
+
+def parse_ssh_target(value: str) -> tuple[str, str, int]:
+    """`user@host[:port]` -> (user, host, port); IPv6 hosts in brackets (`user@[::1]:2222`)."""
+    user, at, rest = (value or "").partition("@")
+    if not at or not user or not rest:
+        raise ValidationError(f"ssh target {value!r} must look like user@host or user@host:port")
+    port = 22
+    if rest.startswith("["):
+        host, _, tail = rest.partition("]")
+        host += "]"
+        if tail:
+            if not tail.startswith(":"):
+                raise ValidationError(f"ssh target {value!r}: expected :port after the bracketed host")
+            port = _port(tail[1:], "ssh port")
+    elif rest.count(":") == 1:
+        host, _, raw = rest.partition(":")
+        port = _port(raw, "ssh port")
+    else:
+        host = rest
+    return user, host.strip("[]") if host.startswith("[") else host, port
+
+
+def _port(raw: str, what: str) -> int:
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise ValidationError(f"{what} must be a number from 1 to 65535, got {raw!r}")
+    return int(raw)
+
+
+class SourceForm(forms.ModelForm):
+    token = forms.CharField(required=False, strip=True, max_length=512,
+                            widget=forms.PasswordInput(render_value=False),
+                            help_text="bearer token sent to the source; write-only (left empty on an edit, "
+                                      "the current one is kept)")
+    clear_token = forms.BooleanField(required=False, help_text="remove the stored token")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["token"] = ""             # never sent back to a browser
+        self.fields["ssh_port"].required = False
+        self.fields["interval_secs"].required = False
+        self.fields["transport"].required = False
+
+    class Meta:
+        model = Source
+        fields = ("name", "kind", "transport", "url", "ssh_user", "ssh_host", "ssh_port", "ssh_key_path",
+                  "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled")
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not NAME_RE.match(name):
+            raise ValidationError("name: 1-64 letters, digits and . _ : @ - (it becomes the engine id), "
+                                  f"got {name!r}")
+        try:
+            return validate_engine_id(name)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+    def clean_interval_secs(self) -> float:
+        value = self.cleaned_data.get("interval_secs")
+        if value is None:
+            return DEFAULT_INTERVAL_SECS
+        if value is None or not math.isfinite(value) or not MIN_INTERVAL_SECS <= value <= MAX_INTERVAL_SECS:
+            raise ValidationError(f"interval must be between {MIN_INTERVAL_SECS} and {MAX_INTERVAL_SECS:.0f} "
+                                  f"seconds, got {value!r}")
+        return value
+
+    def clean_transport(self) -> str:
+        return self.cleaned_data.get("transport") or "http"
+
+    def clean(self) -> dict:
+        data = super().clean()
+        kind, transport = data.get("kind"), data.get("transport")
+        if kind is not None and kind not in SOURCE_KINDS:
+            self.add_error("kind", f"kind must be one of {', '.join(SOURCE_KINDS)}")
+        if transport == "http":
+            self._clean_http(data)
+        elif transport == "ssh":
+            self._clean_ssh(data)
+        elif transport is not None and transport not in SOURCE_TRANSPORTS:
+            self.add_error("transport", f"transport must be one of {', '.join(SOURCE_TRANSPORTS)}")
+        self._clean_token(data, kind)
+        return data
+
+    def _clean_http(self, data: dict) -> None:
+        url = (data.get("url") or "").strip()
+        data["url"] = url
+        if not url:
+            self.add_error("url", "an http source needs a URL such as http://10.0.0.5:9820")
+        else:
+            try:
+                parts = urlsplit(url)
+                port = parts.port
+            except ValueError as exc:
+                self.add_error("url", f"not a URL: {exc}")
+                return
+            if parts.scheme not in ("http", "https"):
+                self.add_error("url", f"the URL must start with http:// or https://, got {url!r}")
+            elif not parts.hostname:
+                self.add_error("url", f"the URL has no host: {url!r}")
+            elif parts.username is not None or parts.password is not None:
+                self.add_error("url", "no credentials in the URL: put the token in the token field")
+            elif parts.fragment:
+                self.add_error("url", "the URL must not have a #fragment")
+            elif port == 0:
+                self.add_error("url", "the URL's port must be from 1 to 65535")
+        for name in ("ssh_user", "ssh_host", "ssh_key_path", "remote_port"):
+            if data.get(name):
+                self.add_error(name, f"{name} is for ssh sources only (this one is http)")
+
+    def _clean_ssh(self, data: dict) -> None:
+        if data.get("url"):
+            self.add_error("url", "an ssh source has no URL: give user, host, key file and remote port")
+        user, host = (data.get("ssh_user") or "").strip(), (data.get("ssh_host") or "").strip()
+        if not USER_RE.match(user):
+            self.add_error("ssh_user", f"ssh user must be a plain user name, got {user!r}")
+        if not HOST_RE.match(host if ":" not in host else f"[{host}]"):
+            self.add_error("ssh_host", f"ssh host must be a host name or an address, got {host!r}")
+        port = data.get("ssh_port") or 22
+        if not 1 <= port <= 65535:
+            self.add_error("ssh_port", f"ssh port must be from 1 to 65535, got {port}")
+        data["ssh_port"] = port
+        remote = data.get("remote_port")
+        if remote is None or not 1 <= remote <= 65535:
+            self.add_error("remote_port", "an ssh source needs the status port on the remote host (1-65535)")
+        key = (data.get("ssh_key_path") or "").strip()
+        if not key:
+            self.add_error("ssh_key_path", "an ssh source needs a private key file")
+        elif not os.access(Path(key).expanduser(), os.R_OK) or not Path(key).expanduser().is_file():
+            self.add_error("ssh_key_path", f"key file {key} is not a readable file on this host")
+        policy = data.get("known_hosts_policy")
+        if policy not in KNOWN_HOSTS_POLICIES:
+            self.add_error("known_hosts_policy", f"known-hosts policy must be one of {', '.join(KNOWN_HOSTS_POLICIES)}")
+        hosts_file = (data.get("known_hosts_path") or "").strip()
+        if policy == "strict" and hosts_file and not Path(hosts_file).expanduser().is_file():
+            self.add_error("known_hosts_path", f"known-hosts file {hosts_file} does not exist")
+        data.update(ssh_user=user, ssh_host=host, ssh_key_path=key, known_hosts_path=hosts_file)
+
+    def _clean_token(self, data: dict, kind: str | None) -> None:
+        token = data.get("token") or ""
+        if token and (len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token)):
+            self.add_error("token", f"a token is at least {MIN_TOKEN_CHARS} printable characters without spaces")
+            return
+        if data.get("clear_token"):
+            data["token"] = ""
+        elif not token and self.instance.pk is not None:
+            data["token"] = self.instance.token  # write-only: an empty field keeps the stored token
+        if kind == "vastmanager" and not data.get("token"):
+            self.add_error("token", "a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN)")
+
+    def save(self, commit: bool = True) -> Source:
+        source = super().save(commit=False)
+        source.token = self.cleaned_data.get("token") or ""
+        if source.pk is not None and source.transport == "ssh":
+            old = Source.objects.filter(pk=source.pk).values("ssh_host", "ssh_port").first()
+            if old and (old["ssh_host"], old["ssh_port"]) != (source.ssh_host, source.ssh_port):
+                source.ssh_host_key = ""  # another host: the pinned key is not its key
+        if commit:
+            source.save()
+        return source
+
+
+def form_errors(form: forms.Form) -> str:
+    """All of a form's errors on one line each, for a command's message."""
+    lines = []
+    for field_name, errors in form.errors.items():
+        for message in errors:
+            lines.append(message if field_name == "__all__" else f"{field_name}: {message}")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""The collector's side of the Source table: read the enabled sources, keep state changes, pin host keys.
+
+These run in the collector's worker threads (never on its event loop) and close their database
+connection when done, so a thread pool holds no connection between polls.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+from django.db import connection
+
+from statuspanel.fleet.transport import SourceConfig
+
+log = logging.getLogger(__name__)
+
+
+def load_sources() -> list[SourceConfig]:
+    """Every enabled source as plain data (the token included: it is sent, never shown)."""
+    from statuspanel.models import Source
+
+    try:
+        return [
+            SourceConfig(
+                id=s.id, name=s.name, kind=s.kind, transport=s.transport, url=s.url, ssh_user=s.ssh_user,
+                ssh_host=s.ssh_host, ssh_port=s.ssh_port, ssh_key_path=s.ssh_key_path,
+                known_hosts_policy=s.known_hosts_policy, known_hosts_path=s.known_hosts_path,
+                ssh_host_key=s.ssh_host_key, remote_port=s.remote_port, token=s.token,
+                interval_secs=s.interval_secs)
+            for s in Source.objects.filter(enabled=True).order_by("name")
+        ]
+    finally:
+        connection.close()
+
+
+def record_state_change(source_id: int, name: str, previous: str, state: str, reason: str, error: str,
+                        at: float) -> None:
+    """Keep one state change: a SourceEvent row, and the source's current state on its row."""
+    from statuspanel.models import Source, SourceEvent
+
+    when = datetime.fromtimestamp(at, timezone.utc)
+    try:
+        source = Source.objects.filter(id=source_id).first()
+        SourceEvent.objects.create(source=source, source_name=name, at=when, previous=previous, state=state,
+                                   reason=reason, error=error[:500])
+        if source is not None:
+            Source.objects.filter(id=source_id).update(state=state, state_since=when, last_error=error[:500])
+    finally:
+        connection.close()
+
+
+def pin_host_key(source_id: int, key: str) -> None:
+    """The pin policy's first use: keep the host key seen, unless one was pinned meanwhile."""
+    from statuspanel.models import Source
+
+    try:
+        Source.objects.filter(id=source_id, ssh_host_key="").update(ssh_host_key=key)
+        log.info("fleet source %s: ssh host key pinned on first use", source_id)
+    finally:
+        connection.close()

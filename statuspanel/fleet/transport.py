@@ -1,0 +1,251 @@
+"""Reaching a source: HTTP(S) with httpx, or HTTP through an SSH direct-tcpip channel (asyncssh).
+
+Both transports are one `httpx.AsyncClient`, so status codes, streaming and the size cap are one
+code path: for SSH the client's transport opens its connections as direct-tcpip channels to the
+status port on the remote host's loopback (nothing is installed there; sshd forwards the bytes).
+One connection per source (the collector keeps one request in flight per source anyway).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from statuspanel.fleet.errors import Unreachable, classify, http_status
+from statuspanel.fleet.shape import Malformed
+
+STATUS_PATHS = {"cuzk": "/status", "vastmanager": "/api/status"}
+MAX_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """A source as the collector needs it: plain data, read from the table off the event loop."""
+
+    id: int
+    name: str
+    kind: str
+    transport: str
+    url: str = ""
+    ssh_user: str = ""
+    ssh_host: str = ""
+    ssh_port: int = 22
+    ssh_key_path: str = ""
+    known_hosts_policy: str = "pin"
+    known_hosts_path: str = ""
+    ssh_host_key: str = ""
+    remote_port: int | None = None
+    token: str = ""
+    interval_secs: float = 1.5
+
+    def __repr__(self) -> str:  # never show the token, whatever prints this
+        return f"SourceConfig(id={self.id}, name={self.name!r}, kind={self.kind!r}, transport={self.transport!r})"
+
+    @property
+    def connect_timeout(self) -> float:
+        """Connecting may take one interval (1 to 10 s)."""
+        return min(max(self.interval_secs, 1.0), 10.0)
+
+    @property
+    def read_timeout(self) -> float:
+        """Each read may wait one interval (1 to 30 s): polls start an interval apart, so a link that
+        dies after a good poll is `unreachable` within two intervals (the whole poll: connect + read)."""
+        return min(max(self.interval_secs, 1.0), 30.0)
+
+    def status_url(self) -> str:
+        """The URL polled: a base URL gets the kind's status path; an URL with a path is used as is."""
+        path = STATUS_PATHS[self.kind]
+        if self.transport == "ssh":
+            return f"http://127.0.0.1:{self.remote_port}{path}"
+        parts = urlsplit(self.url)
+        if parts.path in ("", "/"):
+            return f"{self.url.rstrip('/')}{path}"
+        return self.url
+
+
+# ---- SSH ---------------------------------------------------------------------------------------
+class _ChannelStream(httpcore.AsyncNetworkStream):
+    """A direct-tcpip channel as httpcore's network stream."""
+
+    def __init__(self, reader, writer) -> None:
+        self._reader, self._writer = reader, writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            return await asyncio.wait_for(self._reader.read(max_bytes), timeout)
+        except asyncio.TimeoutError:
+            raise httpcore.ReadTimeout("read timed out") from None
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._writer.write(buffer)
+        try:
+            await asyncio.wait_for(self._writer.drain(), timeout)
+        except asyncio.TimeoutError:
+            raise httpcore.WriteTimeout("write timed out") from None
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    async def start_tls(self, *args: typing.Any, **kwargs: typing.Any) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("TLS inside the ssh channel is not supported")
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return None
+
+
+class SshBackend(httpcore.AsyncNetworkBackend):
+    """Opens httpcore's "TCP connections" as channels of one SSH connection, kept and re-made when lost."""
+
+    def __init__(self, cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> None:
+        self.cfg = cfg
+        self.on_pin = on_pin
+        self._conn = None
+        self._lock = asyncio.Lock()
+
+    async def _connection(self, timeout: float | None):
+        import asyncssh
+
+        async with self._lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            cfg = self.cfg
+            known_hosts: typing.Any
+            if cfg.known_hosts_policy == "strict":
+                known_hosts = os.path.expanduser(cfg.known_hosts_path or "~/.ssh/known_hosts")
+                if not Path(known_hosts).is_file():
+                    raise Unreachable("ssh", f"ssh: known-hosts file {known_hosts} does not exist")
+            elif cfg.known_hosts_policy == "pin" and cfg.ssh_host_key:
+                pattern = cfg.ssh_host if cfg.ssh_port == 22 else f"[{cfg.ssh_host}]:{cfg.ssh_port}"
+                known_hosts = asyncssh.import_known_hosts(f"{pattern} {cfg.ssh_host_key}\n")
+            else:  # pin with nothing pinned yet (the first key is kept below), or off
+                known_hosts = None
+            try:
+                keys = asyncssh.load_keypairs([os.path.expanduser(cfg.ssh_key_path)])
+            except (OSError, asyncssh.KeyImportError) as exc:
+                raise Unreachable("ssh", f"ssh: cannot load the key file {cfg.ssh_key_path}: {exc}") from None
+            try:
+                conn = await asyncio.wait_for(
+                    asyncssh.connect(cfg.ssh_host, cfg.ssh_port, username=cfg.ssh_user, client_keys=keys,
+                                     known_hosts=known_hosts, agent_path=None, config=None, keepalive_interval=15,
+                                     login_timeout=timeout),
+                    timeout)
+            except asyncio.TimeoutError:
+                raise httpcore.ConnectTimeout("ssh connect timed out") from None
+            if cfg.known_hosts_policy == "pin" and not cfg.ssh_host_key:
+                key = conn.get_server_host_key()
+                if key is not None:  # first use: this key is the one every later connection must show
+                    pinned = key.export_public_key("openssh").decode().strip()
+                    self.cfg = dataclasses.replace(cfg, ssh_host_key=pinned)
+                    if self.on_pin is not None:
+                        self.on_pin(pinned)
+            self._conn = conn
+            return conn
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.AsyncNetworkStream:
+        conn = await self._connection(timeout)
+        try:
+            reader, writer = await asyncio.wait_for(conn.open_connection(host, port), timeout)
+        except asyncio.TimeoutError:
+            raise httpcore.ConnectTimeout("ssh channel open timed out") from None
+        return _ChannelStream(reader, writer)
+
+    async def connect_unix_socket(self, *args: typing.Any, **kwargs: typing.Any) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are not reached over ssh")
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def aclose(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, stream: typing.AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> typing.AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+
+    async def aclose(self) -> None:
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()
+
+
+class SshTransport(httpx.AsyncBaseTransport):
+    """httpx over SshBackend: the same client API as plain HTTP (errors are classified by the caller)."""
+
+    def __init__(self, backend: SshBackend) -> None:
+        self.backend = backend
+        self._pool = httpcore.AsyncConnectionPool(network_backend=backend, max_connections=1, retries=0)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        req = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
+                             target=request.url.raw_path),
+            headers=request.headers.raw, content=request.stream, extensions=request.extensions)
+        resp = await self._pool.handle_async_request(req)
+        return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_ResponseStream(resp.stream),
+                              extensions=resp.extensions)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+        await self.backend.aclose()
+
+
+# ---- the client and one fetch -------------------------------------------------------------------
+def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> httpx.AsyncClient:
+    timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
+    headers = {"Accept": "application/json", "User-Agent": "vastmanager-fleet"}
+    if cfg.token:
+        headers["Authorization"] = f"Bearer {cfg.token}"
+    if cfg.transport == "ssh":
+        return httpx.AsyncClient(transport=SshTransport(SshBackend(cfg, on_pin)), timeout=timeout, headers=headers,
+                                 follow_redirects=False, trust_env=False)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    return httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits, follow_redirects=False,
+                             trust_env=False)
+
+
+async def fetch(client: httpx.AsyncClient, cfg: SourceConfig, max_bytes: int = MAX_BYTES) -> bytes:
+    """The status document's bytes, cut off past `max_bytes`; Unreachable or Malformed otherwise.
+
+    The whole poll has a deadline (connect + read timeouts): a server that drips one byte a second
+    never trips the read timeout, but still cannot hold the source's one request forever."""
+    deadline = cfg.connect_timeout + cfg.read_timeout
+    try:
+        return await asyncio.wait_for(_fetch(client, cfg, max_bytes), deadline)
+    except (Unreachable, Malformed):
+        raise
+    except asyncio.TimeoutError:
+        raise Unreachable("timeout", f"timeout: no complete answer within {deadline:g} s") from None
+    except Exception as exc:  # every transport error becomes a reason the panel shows
+        raise classify(exc, timeout_secs=cfg.read_timeout) from None
+
+
+async def _fetch(client: httpx.AsyncClient, cfg: SourceConfig, max_bytes: int) -> bytes:
+    async with client.stream("GET", cfg.status_url()) as response:
+        if response.status_code != 200:
+            raise http_status(response.status_code)
+        announced = response.headers.get("content-length", "")
+        if announced.isdigit() and int(announced) > max_bytes:
+            raise Malformed(f"too large: the answer announces {int(announced)} bytes, over the {max_bytes} byte cap",
+                            reason="too-large")
+        body = bytearray()
+        async for chunk in response.aiter_bytes():  # decoded: a compressed bomb is cut off too
+            body += chunk
+            if len(body) > max_bytes:
+                raise Malformed(f"too large: the answer is over the {max_bytes} byte cap (cut off)",
+                                reason="too-large")
+        return bytes(body)

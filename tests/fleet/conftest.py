@@ -1,0 +1,77 @@
+"""The fleet tests: cuzk-like servers on loopback (tests/fleet/cuzk_server.py) and a clean panel cache."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fleet.cuzk_server import CuzkServer
+from tests.panel.helpers import clear_panel_cache
+
+
+@pytest.fixture
+def clean_panel_cache() -> Iterator[None]:
+    """No engine snapshots in Django's cache before or after: the cache is shared by every test."""
+    clear_panel_cache()
+    yield
+    clear_panel_cache()
+
+
+@pytest.fixture
+def cuzk_server() -> Iterator[CuzkServer]:
+    """A cuzk-like server serving the fixture with a moving clock (switch `.mode` to misbehave)."""
+    with CuzkServer("fixture") as server:
+        yield server
+
+
+def wait_until(predicate, timeout: float, what: str = "condition", step: float = 0.05):
+    """Poll `predicate()` until it returns something truthy (returned), or fail saying what was awaited."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout:.1f} s")
+        time.sleep(step)
+
+
+class Recorder:
+    """Collects the collector's state changes (the DB-less stand-in for the SourceEvent table)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.events: list[tuple[str, str, str, str, str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, source_id: int, name: str, previous: str, state: str, reason: str, error: str,
+                 at: float) -> None:
+        with self._lock:
+            self.events.append((name, previous, state, reason, error))
+
+    def states(self, name: str) -> list[str]:
+        with self._lock:
+            return [e[2] for e in self.events if e[0] == name]
+
+
+@pytest.fixture
+def collect(clean_panel_cache):
+    """`collect(configs)` starts a FleetCollector on those configs (no database), stopped after the test."""
+    from statuspanel.fleet.collector import FleetCollector
+
+    started = []
+
+    def start(configs, **kwargs):
+        recorder = Recorder()
+        collector = FleetCollector(load_sources=lambda: list(configs), record_state_change=recorder,
+                                   reload_secs=kwargs.pop("reload_secs", 0.2), **kwargs)
+        collector.recorder = recorder
+        started.append(collector.start())
+        return collector
+
+    yield start
+    for collector in started:
+        collector.stop()

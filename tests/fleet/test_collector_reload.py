@@ -1,0 +1,62 @@
+"""The collector reads the Source table while it runs: sources added, edited, disabled or removed
+take effect without a restart, and every state change is kept as a SourceEvent."""
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from gpu_engine import wire
+from statuspanel.fleet.collector import FleetCollector
+from statuspanel.models import Source, SourceEvent
+from tests.fleet.conftest import wait_until
+from tests.fleet.cuzk_server import CuzkServer
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the collector reads the table from its own threads
+
+
+def _state(name: str) -> str | None:
+    snap = wire.default_cache().get(wire.snapshot_key(name))
+    return snap["source"]["state"] if snap else None
+
+
+@pytest.fixture
+def collector(clean_panel_cache):
+    c = FleetCollector(reload_secs=0.2).start()
+    yield c
+    c.stop()
+
+
+def test_added_edited_disabled_and_removed_sources_take_effect_live(collector) -> None:
+    with CuzkServer("fixture") as good, CuzkServer("html") as bad:
+        call_command("addsource", "box-a", "--kind", "cuzk", "--url", good.url, "--interval", "0.3")
+        wait_until(lambda: _state("box-a") == "online", 10, "box-a online")
+
+        call_command("addsource", "box-b", "--kind", "cuzk", "--url", good.url, "--interval", "0.3")
+        wait_until(lambda: _state("box-b") == "online", 10, "box-b picked up while running")
+
+        call_command("addsource", "box-a", "--kind", "cuzk", "--url", bad.url, "--interval", "0.3", "--replace")
+        wait_until(lambda: _state("box-a") == "malformed", 10, "box-a's edit picked up")
+
+        call_command("removesource", "box-b")
+        wait_until(lambda: "box-b" not in wire.known_engines() and _state("box-b") is None, 5, "box-b forgotten")
+
+        Source.objects.filter(name="box-a").update(enabled=False)
+        wait_until(lambda: _state("box-a") is None, 5, "box-a dropped when disabled")
+        assert set(collector.states) == set()
+
+
+def test_state_changes_are_kept_and_outlive_the_source(collector) -> None:
+    with CuzkServer("fixture") as server:
+        call_command("addsource", "box-c", "--kind", "cuzk", "--url", server.url, "--interval", "0.3")
+        wait_until(lambda: Source.objects.filter(name="box-c", state="online").exists(), 10, "online kept")
+        server.mode = "unauthorized"
+        wait_until(lambda: Source.objects.filter(name="box-c", state="unreachable").exists(), 10, "unreachable kept")
+    source = Source.objects.get(name="box-c")
+    assert source.last_error.startswith("401")
+    events = list(SourceEvent.objects.filter(source_name="box-c").order_by("at", "id"))
+    assert [(e.previous, e.state, e.reason) for e in events] == [("", "online", ""),
+                                                                 ("online", "unreachable", "unauthorized")]
+    assert events[0].source_id == source.id
+    call_command("removesource", "box-c")
+    kept = SourceEvent.objects.filter(source_name="box-c")
+    assert kept.count() == 2 and all(e.source_id is None for e in kept)  # "when did box-c drop": still known
