@@ -135,6 +135,13 @@ METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 
+# circom circuits: registered zkeys (by content hash), their converted keys, and circuit jobs' inputs.
+CIRCUITS_DIR = Path(env_str("VASTMANAGER_CIRCUITS_DIR", str(DATA_DIR / "circuits")))
+# Largest POST /api/jobs body for a circuit job (JSON or a multipart batch file), in bytes.
+CIRCUIT_MAX_BODY = env_int("CIRCUIT_MAX_BODY", 64 * 1024 * 1024)
+# Most witnesses or inputs (partitions) in one circuit job.
+CIRCUIT_MAX_BATCH = env_int("CIRCUIT_MAX_BATCH", 256)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
