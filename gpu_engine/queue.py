@@ -16,6 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from gpu_engine.circom import registry
 from gpu_engine.kinds import PROOF_KINDS, get_kind
 from gpu_engine.models import FINAL_STATUSES, JOB_ID_MAX, JobStatus, ProofJob
 from gpu_engine.tallies import record_outcomes
@@ -59,13 +60,23 @@ def validate_priority(priority: Any) -> int:
     return priority
 
 
-def validate_kind(kind: Any) -> str:
+def _kinds_hint(circuits: bool) -> str:
+    hint = f"valid kinds: {', '.join(PROOF_KINDS)}"
+    if circuits:
+        names = registry.circuit_names()
+        hint += f"; registered circuits: {', '.join(names) if names else 'none'}"
+    return hint
+
+
+def validate_kind(kind: Any, *, circuits: bool = False) -> str:
+    """A built-in kind's name, or with `circuits` also a registered circuit's (the one check)."""
     if not isinstance(kind, str):
-        raise JobError(f"proof_kind must be a string; valid kinds: {', '.join(PROOF_KINDS)}")
-    try:
+        raise JobError(f"proof_kind must be a string; {_kinds_hint(circuits)}")
+    if kind in PROOF_KINDS:
         return get_kind(kind).name
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
+    if circuits and registry.get_circuit(kind) is not None:
+        return kind
+    raise JobError(f"unknown proof kind {kind[:64]!r}; {_kinds_hint(circuits)}")
 
 
 def new_job_id(kind: str) -> str:
