@@ -20,8 +20,8 @@ from gpu_engine.circom.r1cs import R1cs, UnsatisfiedWitness, check_witness, read
 from gpu_engine.circom.wtns import read_wtns
 from gpu_engine.groth16.verifier import verify_partition
 
-__all__ = ["CircuitKey", "CircuitRef", "CircuitWitness", "UnsatisfiedWitness", "load", "partition_bytes",
-           "prove_device", "prove_finalize", "synthesize", "verify_partition"]
+__all__ = ["CircuitKey", "CircuitRef", "CircuitWitness", "InvalidWitness", "UnsatisfiedWitness", "load",
+           "partition_bytes", "prove_device", "prove_finalize", "synthesize", "verify_partition"]
 
 WTNS_SUFFIX, INPUT_SUFFIX = ".wtns", ".json"
 
@@ -68,13 +68,26 @@ def witness_values(ref: CircuitRef, key: CircuitKey, item_path: str) -> list[int
     return values
 
 
+class InvalidWitness(ValueError):
+    """The partition's own witness or input is wrong (a circuit assertion, a broken constraint, a
+    malformed file): retrying cannot help, so the engine fails the partition at once."""
+
+    retriable = False
+
+
 def synthesize(ref: CircuitRef, job_id: str, index: int, item_path: str) -> CircuitWitness:
     """The witness of partition `index`, checked against the constraints when the r1cs is known."""
+    from gpu_engine.circom.binfile import CircomFormatError
+    from gpu_engine.circom.inputs import WitnessError
+
     t0 = time.perf_counter()
     key = load(ref)
-    values = witness_values(ref, key, item_path)
-    if ref.r1cs_path:
-        check_witness(_r1cs(ref.r1cs_path), values)
+    try:
+        values = witness_values(ref, key, item_path)
+        if ref.r1cs_path:
+            check_witness(_r1cs(ref.r1cs_path), values)
+    except (WitnessError, UnsatisfiedWitness, CircomFormatError) as exc:
+        raise InvalidWitness(f"{type(exc).__name__}: {exc}") from None
     return make_witness(key, job_id, index, values, (time.perf_counter() - t0) * 1000.0)
 
 
