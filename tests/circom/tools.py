@@ -103,7 +103,12 @@ def snarkjs(*args: str | os.PathLike, timeout: float = 600) -> str:
     return run([tool_bin("snarkjs"), *args], timeout=timeout)
 
 
-def source_files(source: Path, include_dirs: Sequence[Path] = (NODE_MODULES,)) -> list[Path]:
+# Where `include` looks besides the including file's folder: circomlib, and the test circuits'
+# own templates (so a main file written elsewhere, as the benchmark's, can include "lib/...").
+INCLUDE_DIRS = (NODE_MODULES, CIRCUITS_DIR)
+
+
+def source_files(source: Path, include_dirs: Sequence[Path] = INCLUDE_DIRS) -> list[Path]:
     """The circuit file and every file it includes, transitively, in a stable order."""
     seen: list[Path] = []
 
@@ -211,9 +216,13 @@ class CircuitFiles:
 
 
 def compile_circuit(source: Path, out_dir: Path) -> None:
-    """`circom2 --prime bls12381 --r1cs --wasm --sym`, circomlib reachable through node_modules."""
+    """`circom2 --prime bls12381 --r1cs --wasm --sym` with INCLUDE_DIRS as include paths.
+
+    circom2 runs in WASI and sees only paths relative to the working directory (its CLI makes
+    arguments relative), so includes inside circuit files must be relative too."""
+    includes = [arg for d in INCLUDE_DIRS for arg in ("-l", d)]
     run([tool_bin("circom2"), source, "--prime", "bls12381", "--r1cs", "--wasm", "--sym",
-         "-l", NODE_MODULES, "-o", out_dir], timeout=1800)
+         *includes, "-o", out_dir], timeout=1800)
 
 
 def _r1cs_info(r1cs: Path) -> dict[str, Any]:
