@@ -74,6 +74,13 @@ def test_inputs_and_witnesses_are_proved_and_snarkjs_accepts_every_proof(client,
 
     snap = engine.tracker.snapshot()
     assert snap["counters"]["total_completed"] == 2
+    # the panel shows the circuit's full label and one cell per input
+    pipes = {p["job_id"]: p for p in snap["pipelines"]}
+    assert pipes["by-inputs"]["proof_label"] == "Multiplier chain (64 links)"
+    assert pipes["by-inputs"]["total_partitions"] == 4 and len(pipes["by-inputs"]["partitions"]) == 4
+    from statuspanel.rendering import render_engine
+
+    assert "Multiplier chain (64 links)" in render_engine(snap)
 
 
 @pytest.mark.django_db(transaction=True)
