@@ -1,6 +1,6 @@
 """circom circuits proved by snarkjs and by this engine, side by side: the prove step only.
 
-Usage: .venv/bin/python bench/circom.py [--sizes 12,14,16] [--repeat 3] [--backends cpu,cuda]
+Usage: .venv/bin/python bench/circom.py [--sizes 12,14,16] [--repeat 3] [--backends cpu,cuda] [--processes N]
 
 One circuit (the test suite's multiplier chain, sized so that its domain is exactly 2^k rows)
 per size, compiled for BLS12-381 with the pinned circom and set up with the pinned snarkjs.
@@ -16,11 +16,15 @@ Timed, as medians of --repeat proofs of the same input:
   constraint check (the r1cs), rows (A.w, B.w), NTT (H on the odd coset), each G1 MSM (A, B1,
   C, H), the G2 MSM (B2) and the assembly. The zkey's conversion happens once at registration
   and the converted key is loaded once per process: both are printed, not counted per proof.
+- engine "cpu xN": the same steps with H+its MSM, the B2 MSM and the A, B1, C MSMs as five tasks
+  of an N-process pool (`gpu_engine.circom.parallel`): its step columns are the tasks' own times,
+  which overlap; "assemble" there is what the tasks' wall time leaves (transfers, assembly).
 Every engine proof of the run is checked with `snarkjs groth16 verify`.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -37,11 +41,14 @@ sys.path.insert(0, str(REPO))
 
 from gpu_engine import backends
 from gpu_engine.circom import snarkjs_json
+from gpu_engine.circom.api import CircuitRef
+from gpu_engine.circom.parallel import preload_key, prove_parallel
 from gpu_engine.circom.keycache import dump_key, load_key_bytes
 from gpu_engine.circom.prover import make_witness, prove_device, prove_finalize
 from gpu_engine.circom.r1cs import check_witness, read_r1cs
 from gpu_engine.circom.witness import WitnessCalculator
 from gpu_engine.circom.zkey import read_zkey
+from gpu_engine.engine.pools import ProcessPool
 from gpu_engine.groth16.verifier import verify_partition
 from tests.circom import tools
 
@@ -123,15 +130,65 @@ class TimedBackend:
         return self._timed("msm_b2", self.inner.msm_g2, points, scalars, bases_key=bases_key)
 
 
-def load_engine_key(circuit: tools.CircuitFiles) -> tuple[object, float, float]:
-    """The converted key as registration makes it; (key, convert seconds, load seconds)."""
+def load_engine_key(circuit: tools.CircuitFiles) -> tuple[object, CircuitRef, float, float]:
+    """The converted key as registration makes it, written beside the zkey for pool children;
+    (key, its reference, convert seconds, load seconds)."""
     raw = circuit.zkey.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     t0 = time.perf_counter()
     converted = dump_key(read_zkey(raw), digest)
     t1 = time.perf_counter()
     key = load_key_bytes(converted, circuit.name, digest)
-    return key, t1 - t0, time.perf_counter() - t1
+    load_s = time.perf_counter() - t1
+    path = circuit.directory / "engine.key"
+    path.write_bytes(converted)
+    return key, CircuitRef(circuit.name, digest, str(path)), t1 - t0, load_s
+
+
+def _synthesis(calc, r1cs, key, steps: dict[str, float]):
+    """Witness, constraint check and row evaluations, each timed into `steps`."""
+    t0 = time.perf_counter()
+    values = calc.calculate(INPUT)
+    t1 = time.perf_counter()
+    check_witness(r1cs, values)
+    t2 = time.perf_counter()
+    witness = make_witness(key, "bench", 0, values, 0.0)
+    steps.update(witness=(t1 - t0) * 1000.0, check=(t2 - t1) * 1000.0, rows=(time.perf_counter() - t2) * 1000.0)
+    return witness
+
+
+def _verified(circuit: tools.CircuitFiles, key, proof, workdir: Path) -> None:
+    if not verify_partition(key.vk, proof.public_inputs, proof.proof):
+        raise SystemExit(f"engine proof at {circuit.name} failed the engine's own verification")
+    ok = tools.groth16_verify(circuit.vkey_json, snarkjs_json.public_signals(proof.public_inputs),
+                              snarkjs_json.proof(proof.proof), workdir)
+    if not ok:
+        raise SystemExit(f"snarkjs refused the engine's proof at {circuit.name}")
+
+
+def parallel_side(circuit: tools.CircuitFiles, key, ref: CircuitRef, pool, repeat: int,
+                  workdir: Path) -> dict[str, float]:
+    """The CPU prover with its five parts as tasks of a process pool (gpu_engine.circom.parallel)."""
+    calc = WitnessCalculator(circuit.wasm)
+    r1cs = read_r1cs(circuit.r1cs.read_bytes())
+    runs: dict[str, list[float]] = defaultdict(list)
+    for i in range(repeat + 1):
+        steps: dict[str, float] = {}
+        t_start = time.perf_counter()
+        witness = _synthesis(calc, r1cs, key, steps)
+        proof = prove_parallel(ref, key, witness, pool)
+        total = (time.perf_counter() - t_start) * 1000.0
+        t = proof.timings
+        steps.update(ntt=t["ntt_ms"], msm_a=t["msm_a_ms"], msm_b1=t["msm_b1_ms"], msm_c=t["msm_c_ms"],
+                     msm_h=t["msm_h_ms"], msm_b2=t["msm_b2_ms"])
+        steps["assemble"] = total - t["parallel_wall_ms"] - steps["witness"] - steps["check"] - steps["rows"]
+        if i == 0:
+            continue
+        for name, ms in steps.items():
+            runs[name].append(ms)
+        runs["total"].append(total)
+    _verified(circuit, key, proof, workdir)
+    return {name: statistics.median(v) for name, v in runs.items()}
 
 
 def engine_side(circuit: tools.CircuitFiles, key, backend, repeat: int, workdir: Path) -> dict[str, float]:
@@ -143,15 +200,7 @@ def engine_side(circuit: tools.CircuitFiles, key, backend, repeat: int, workdir:
     for i in range(repeat + 1):  # the first proof warms caches (device bases, twiddles): not counted
         steps: dict[str, float] = {}
         t_start = time.perf_counter()
-        t0 = time.perf_counter()
-        values = calc.calculate(INPUT)
-        steps["witness"] = (time.perf_counter() - t0) * 1000.0
-        t0 = time.perf_counter()
-        check_witness(r1cs, values)
-        steps["check"] = (time.perf_counter() - t0) * 1000.0
-        t0 = time.perf_counter()
-        witness = make_witness(key, "bench", 0, values, 0.0)
-        steps["rows"] = (time.perf_counter() - t0) * 1000.0
+        witness = _synthesis(calc, r1cs, key, steps)
         timed.times = {}
         dev = prove_device(key, witness, timed)
         finalize_tail = TimedBackend(cpu if backend.name != "cpu" else backend)
@@ -166,12 +215,7 @@ def engine_side(circuit: tools.CircuitFiles, key, backend, repeat: int, workdir:
         for name, ms in steps.items():
             runs[name].append(ms)
         runs["total"].append(total)
-    if not verify_partition(key.vk, proof.public_inputs, proof.proof):
-        raise SystemExit(f"engine proof at {circuit.name} failed the engine's own verification")
-    ok = tools.groth16_verify(circuit.vkey_json, snarkjs_json.public_signals(proof.public_inputs),
-                              snarkjs_json.proof(proof.proof), workdir)
-    if not ok:
-        raise SystemExit(f"snarkjs refused the engine's proof at {circuit.name}")
+    _verified(circuit, key, proof, workdir)
     return {name: statistics.median(v) for name, v in runs.items()}
 
 
@@ -191,6 +235,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="12,14,16", help="log2 of the domain sizes, comma separated")
     ap.add_argument("--repeat", type=int, default=3, help="proofs per size and prover (median)")
     ap.add_argument("--backends", default="cpu,cuda", help="engine backends to run where present")
+    ap.add_argument("--processes", type=int, default=os.cpu_count() or 2,
+                    help="pool processes for the parallel CPU prover (0: skip it)")
     args = ap.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if not sizes or min(sizes) < 4 or max(sizes) > 20:
@@ -206,7 +252,7 @@ def main() -> None:
         for log_n in sizes:
             circuit = circuits[log_n]
             theirs = snarkjs_side(circuit, args.repeat)
-            key, convert_s, load_s = load_engine_key(circuit)
+            key, ref, convert_s, load_s = load_engine_key(circuit)
             row = {"log_n": log_n, "constraints": circuit.info["constraints"], "snarkjs": theirs,
                    "convert_s": convert_s, "load_s": load_s, "engine": {}}
             for name in names:
@@ -215,6 +261,15 @@ def main() -> None:
                     row["engine"][name] = engine_side(circuit, key, backend, args.repeat, Path(tmp) / f"{log_n}-{name}")
                 finally:
                     backend.close()
+            if args.processes > 0:
+                pool = ProcessPool("bench-prove", args.processes, preload=functools.partial(preload_key, ref),
+                                   forkserver_preload=["gpu_engine.circom.parallel"])
+                pool.start()
+                try:
+                    row["engine"][f"cpu x{args.processes}"] = parallel_side(
+                        circuit, key, ref, pool, args.repeat, Path(tmp) / f"{log_n}-parallel")
+                finally:
+                    pool.shutdown()
             results.append(row)
             report_row(row)
     summary(results)
@@ -225,13 +280,13 @@ def report_row(row: dict) -> None:
     print(f"\n2^{row['log_n']} ({row['constraints']} constraints): snarkjs prove {s['prove']:.0f} ms "
           f"(+ witness {s['witness']:.0f} ms); zkey conversion at registration {row['convert_s']:.2f} s, "
           f"converted key load per process {row['load_s']:.2f} s")
-    print("  " + f"{'engine':<8}" + "".join(f"{step:>9}" for step in STEPS) + f"{'total':>9}{'vs snarkjs':>12}")
+    print("  " + f"{'engine':<9}" + "".join(f"{step:>9}" for step in STEPS) + f"{'total':>9}{'vs snarkjs':>12}")
     for name, t in row["engine"].items():
         prove_only = t["total"] - t["witness"]
-        print("  " + f"{name:<8}" + "".join(f"{t.get(step, 0.0):>9.0f}" for step in STEPS)
+        print("  " + f"{name:<9}" + "".join(f"{t.get(step, 0.0):>9.0f}" for step in STEPS)
               + f"{t['total']:>9.0f}{s['prove'] / prove_only:>11.2f}x")
-    print("  (ms, medians; 'vs snarkjs' = snarkjs prove / engine total without the witness step; each "
-          "engine proof verified by snarkjs)", flush=True)
+    print("  (ms, medians; 'vs snarkjs' = snarkjs prove / engine total without the witness step; for cpu xN "
+          "the steps overlap; each engine proof verified by snarkjs)", flush=True)
 
 
 def summary(results: list[dict]) -> None:

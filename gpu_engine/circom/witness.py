@@ -337,8 +337,10 @@ def _drop_cached() -> None:
     """Free wasmtime objects before interpreter teardown (their finalizers need the library)."""
     with _calculators_lock:
         _calculators.clear()
+    global _engine
     with _modules_lock:
         _modules.clear()
+        _engine = None
 
 
 def calculate_witness(wasm_path: str | Path, inputs: Mapping[str, Any]) -> list[int]:
