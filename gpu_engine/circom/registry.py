@@ -62,7 +62,9 @@ def circuit_label(name: str) -> str | None:
         return hit[1]
     try:
         label = Circuit.objects.filter(name=name).values_list("label", flat=True).first()
-    except (SynchronousOnlyOperation, DatabaseError):  # async caller or no table yet: cached or nothing
+    except (SynchronousOnlyOperation, DatabaseError, RuntimeError):
+        # A label is cosmetic and the tracker asks from any thread: an async caller, a database not
+        # migrated or not reachable from here gets the cached label or none (the plain name is shown).
         return hit[1] if hit else None
     with _labels_lock:
         _labels[name] = (now, label)

@@ -104,6 +104,7 @@ class Engine:
         self._finalizers = Finalizers(cfg.finalizers, self.ledger, prover, cfg.finalize_delay_secs)
         # Registered circuits join `params`, `refs` and `part_bytes` when their first job is claimed.
         circuits = CircuitKinds(self.params, refs, self.part_bytes, self.budget.total_bytes)
+        self.ledger.listeners.append(lambda event: circuits.forget(event.job_id))
         self.feeder = Feeder(cfg, self.ledger, self.work, self.run, self.g16.synthesize_partition,
                              self.part_bytes, len(self.workers), circuits)
         self.history.start()
