@@ -141,6 +141,8 @@ CIRCUITS_DIR = Path(env_str("VASTMANAGER_CIRCUITS_DIR", str(DATA_DIR / "circuits
 CIRCUIT_MAX_BODY = env_int("CIRCUIT_MAX_BODY", 64 * 1024 * 1024)
 # Most witnesses or inputs (partitions) in one circuit job.
 CIRCUIT_MAX_BATCH = env_int("CIRCUIT_MAX_BATCH", 256)
+# A multipart batch sends one witness file per partition: Django's file count limit must admit a batch.
+DATA_UPLOAD_MAX_NUMBER_FILES = max(100, CIRCUIT_MAX_BATCH + 1)
 
 LOGGING = {
     "version": 1,

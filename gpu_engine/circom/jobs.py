@@ -130,17 +130,19 @@ def submit(circuit: Circuit, source: str, items: list[bytes], job_id: Any = None
     prio = PRIORITY_NORMAL if priority is None else queue.validate_priority(priority)
     existing = ProofJob.objects.filter(job_id=jid).first()
     if existing is None:
-        rel = _write_items(source, items)
+        rel = _write_items(source, items)  # files first: a stored job always finds its items
+        stored = False
         try:
             with transaction.atomic():
                 job = ProofJob.objects.create(job_id=jid, proof_kind=circuit.name, priority=prio,
                                               total_partitions=len(items))
                 CircuitJob.objects.create(job=job, circuit=circuit, source=source, items_dir=rel)
+            stored = True
             return job, True
-        except IntegrityError:
+        except IntegrityError:  # the same id stored meanwhile by a concurrent request
             existing = ProofJob.objects.get(job_id=jid)
         finally:
-            if ProofJob.objects.filter(job_id=jid, circuit_job__items_dir=rel).exists() is False:
+            if not stored:
                 shutil.rmtree(registry.circuits_dir() / rel, ignore_errors=True)
     if existing.proof_kind != circuit.name:
         raise queue.JobError(f"job {jid!r} already exists with proof kind {existing.proof_kind!r}", status=409)

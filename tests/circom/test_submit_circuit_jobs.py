@@ -165,3 +165,11 @@ def test_proof_formats(client, mult):
     assert "unknown format" in _error(client.get("/api/jobs/pending/proof?format=xml", **AUTH), 400)
     post_job(client, {"proof_kind": "porep-c2", "job_id": "builtin"})
     assert "for circuit jobs" in _error(client.get("/api/jobs/builtin/proof?format=snarkjs", **AUTH), 400)
+
+
+def test_a_multipart_batch_may_hold_more_files_than_djangos_default(client, mult, multiplier_circuit, tmp_path):
+    wtns = tools.wtns_calculate(multiplier_circuit, {"a": "5", "b": "6"}, tmp_path / "w.wtns").read_bytes()
+    files = [SimpleUploadedFile(f"{i}.wtns", wtns) for i in range(120)]
+    r = client.post("/api/jobs", {"proof_kind": "mult", "witness": files}, **AUTH)
+    assert r.status_code == 201, r.content
+    assert r.json()["total_partitions"] == 120
