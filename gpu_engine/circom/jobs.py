@@ -152,3 +152,9 @@ def submit(circuit: Circuit, source: str, items: list[bytes], job_id: Any = None
 def item_path(circuit_job: CircuitJob, index: int) -> Path:
     suffix = WTNS_SUFFIX if circuit_job.source == CircuitJob.WITNESSES else INPUT_SUFFIX
     return registry.circuits_dir() / circuit_job.items_dir / f"{index}{suffix}"
+
+
+def remove_items(sender: type, instance: CircuitJob, **kwargs: Any) -> None:
+    """post_delete of a CircuitJob (its job deleted, e.g. from the admin): its stored items go too."""
+    if instance.items_dir:
+        shutil.rmtree(registry.circuits_dir() / instance.items_dir, ignore_errors=True)

@@ -173,3 +173,11 @@ def test_a_multipart_batch_may_hold_more_files_than_djangos_default(client, mult
     r = client.post("/api/jobs", {"proof_kind": "mult", "witness": files}, **AUTH)
     assert r.status_code == 201, r.content
     assert r.json()["total_partitions"] == 120
+
+
+def test_deleting_a_job_removes_its_items(client, mult):
+    post_job(client, {"proof_kind": "mult", "job_id": "gone", "inputs": [{"a": "1", "b": "2"}]})
+    path = item_path(CircuitJob.objects.get(job__job_id="gone"), 0)
+    assert path.exists()
+    ProofJob.objects.filter(job_id="gone").delete()
+    assert not path.exists() and not path.parent.exists()
