@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test venv testenv browser sshd clean
+.PHONY: run test venv testenv browser sshd nodetools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,14 +35,21 @@ sshd:
 	@test -x /usr/sbin/sshd || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
 	  else echo "sshd missing: apt-get install openssh-server (the SSH fleet test will skip)"; fi; }
+# The pinned circom and snarkjs for the circuit tests (package-lock.json), reinstalled when the
+# lock is newer than node_modules.
+NODESTAMP := node_modules/.package-lock.json
+$(NODESTAMP): package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm missing: apt-get install nodejs npm (the circom tests will skip)"; exit 0; }; \
+	  npm ci --no-audit --no-fund && touch $@
+nodetools: $(NODESTAMP)
 
 run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runprover --demo
 
-test: testenv browser sshd
+test: testenv browser sshd nodetools
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) data test-artifacts
+	rm -rf $(VENV) data test-artifacts node_modules .cache/circom-fixtures

@@ -15,8 +15,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from gpu_engine import formatting, queue, validation
-from gpu_engine.kinds import get_kind
-from gpu_engine.models import KIND_CHOICES, EngineHost, JobStatus, PartitionRun, ProofJob
+from gpu_engine.circom import registry
+from gpu_engine.circom.forms import CircuitForm
+from gpu_engine.kinds import get_kind, kind_label
+from gpu_engine.models import KIND_CHOICES, Circuit, EngineHost, JobStatus, PartitionRun, ProofJob
 
 
 def _bundle_response(payload: dict, filename: str) -> HttpResponse:
@@ -127,7 +129,7 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="kind", ordering="proof_kind")
     def kind_label(self, obj: ProofJob) -> str:
-        return obj.get_proof_kind_display()
+        return kind_label(obj.proof_kind)  # a circuit's full label too
 
     @admin.display(description="engine", ordering="claimed_by")
     def engine(self, obj: ProofJob) -> str:
@@ -216,3 +218,60 @@ class EngineHostAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+
+
+class CircuitAdminForm(CircuitForm):
+    """The admin's add form is the registration form itself (one rule set with `addcircuit`)."""
+
+    def __init__(self, *args, instance=None, **kwargs) -> None:  # the admin passes a fresh instance
+        super().__init__(*args, **kwargs)
+        self.instance = instance
+
+    def save_m2m(self) -> None:  # the admin calls it after save; a circuit has no relations to save
+        return None
+
+
+@admin.register(Circuit)
+class CircuitAdmin(admin.ModelAdmin):
+    list_display = ("name", "label", "num_constraints", "num_wires", "num_public", "domain_size", "accepts_inputs",
+                    "checks_constraints", "registered_at")
+    search_fields = ("name", "label")
+    readonly_fields = ("name", "curve", "zkey_sha256", "zkey_file", "key_file", "wasm_file", "sym_file", "r1cs_file",
+                       "num_constraints", "num_wires", "num_public", "domain_size", "input_signals", "registered_at",
+                       "vkey")
+
+    @admin.display(boolean=True, description="inputs (wasm)")
+    def accepts_inputs(self, obj: Circuit) -> bool:
+        return bool(obj.wasm_file)
+
+    @admin.display(boolean=True, description="constraint check (r1cs)")
+    def checks_constraints(self, obj: Circuit) -> bool:
+        return bool(obj.r1cs_file)
+
+    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+        if obj is None:  # adding: the registration form, not a ModelForm of the stored fields
+            return CircuitAdminForm
+        kwargs["fields"] = ["label"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        if obj is None:
+            return [(None, {"fields": ["name", "label", "zkey", "wasm", "sym", "r1cs"]})]
+        return [(None, {"fields": ["label", *self.readonly_fields]})]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return () if obj is None else self.readonly_fields
+
+    def save_form(self, request: HttpRequest, form, change: bool):
+        if not change:  # registering: the form copies the files, converts the key, stores the row
+            return form.save()
+        return super().save_form(request, form, change)
+
+    def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            registry.forget_labels()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # A circuit's jobs reference it; removing it would orphan their inputs and proofs.
+        return False

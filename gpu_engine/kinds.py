@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,22 @@ def get_kind(name: str) -> ProofKind:
         raise ValueError(f"unknown proof kind {name!r}; valid kinds: {', '.join(PROOF_KINDS)}") from None
 
 
+# Labels of kinds registered at run time (circom circuits): set by the app once Django is ready,
+# so this module stays free of Django for the pool children that import it.
+_label_source: Callable[[str], str | None] | None = None
+
+
+def set_label_source(source: Callable[[str], str | None] | None) -> None:
+    global _label_source
+    _label_source = source
+
+
 def kind_label(name: str) -> str:
     kind = PROOF_KINDS.get(name)
-    return kind.label if kind else name
+    if kind:
+        return kind.label
+    if _label_source is not None:
+        label = _label_source(name)
+        if label:
+            return label
+    return name

@@ -233,5 +233,58 @@ class TelemetryMinute(models.Model):
         return f"{self.engine_id} {self.minute:%Y-%m-%d %H:%M} gpu {self.gpu_ordinal}"
 
 
+class Circuit(models.Model):
+    """A registered circom circuit: a proof kind of its own (gpu_engine/circom/registry.py).
+
+    The files live under settings.CIRCUITS_DIR, named by their content hash; the paths here are
+    relative to it. The header numbers are read from the zkey at registration."""
+
+    name = models.CharField(max_length=32, unique=True, help_text="The proof kind's wire name.")
+    label = models.CharField(max_length=200, help_text="The full label the panel shows.")
+    curve = models.CharField(max_length=16, default="bls12381")
+    zkey_sha256 = models.CharField(max_length=64)
+    zkey_file = models.CharField(max_length=300)
+    key_file = models.CharField(max_length=300, help_text="The converted key (points and coefficients).")
+    wasm_file = models.CharField(max_length=300, blank=True, default="")
+    sym_file = models.CharField(max_length=300, blank=True, default="")
+    r1cs_file = models.CharField(max_length=300, blank=True, default="")
+    num_constraints = models.PositiveIntegerField()
+    num_wires = models.PositiveIntegerField()
+    num_public = models.PositiveIntegerField(help_text="Outputs and public inputs.")
+    domain_size = models.PositiveIntegerField()
+    input_signals = models.JSONField(default=dict, blank=True, help_text="{signal: values}, from the wasm.")
+    vkey = models.JSONField(help_text="snarkjs's verification_key.json.")
+    registered_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "label": self.label, "curve": self.curve, "zkey_sha256": self.zkey_sha256,
+            "constraints": self.num_constraints, "wires": self.num_wires, "public_signals": self.num_public,
+            "domain_size": self.domain_size, "accepts_inputs": bool(self.wasm_file),
+            "input_signals": self.input_signals, "checks_constraints": bool(self.r1cs_file),
+            "registered_at": _iso(self.registered_at),
+        }
+
+
+class CircuitJob(models.Model):
+    """What a circuit job proves: one stored item (a .wtns or an input .json) per partition."""
+
+    WITNESSES, INPUTS = "witnesses", "inputs"
+
+    job = models.OneToOneField(ProofJob, on_delete=models.CASCADE, related_name="circuit_job")
+    circuit = models.ForeignKey(Circuit, on_delete=models.PROTECT, related_name="jobs")
+    source = models.CharField(max_length=16, choices=[(WITNESSES, "witnesses"), (INPUTS, "inputs")])
+    items_dir = models.CharField(max_length=300, help_text="Relative to settings.CIRCUITS_DIR.")
+
+    def __str__(self) -> str:
+        return f"{self.job.job_id} ({self.circuit.name}, {self.source})"
+
+
 def _iso(value) -> str | None:
     return value.isoformat() if value else None

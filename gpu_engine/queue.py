@@ -38,7 +38,7 @@ def submit_job(proof_kind: Any, job_id: Any = None, priority: Any = None) -> tup
     Idempotent like a request id: resubmitting an id with a different kind is a conflict (409),
     since answering with a job of another kind would hide a caller's bug.
     """
-    kind = get_kind(validate_kind(proof_kind, circuits=True))
+    kind = get_kind(validate_kind(proof_kind))  # a circuit's job carries its witnesses: gpu_engine.circom.jobs
     jid = new_job_id(kind.name) if job_id is None else validate_job_id(job_id)
     prio = kind.priority if priority is None else validate_priority(priority)
     existing = ProofJob.objects.filter(job_id=jid).first()

@@ -9,11 +9,15 @@ import functools
 import json
 from typing import Any, Callable
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from gpu_engine import queue, validation
-from gpu_engine.models import JobStatus, ProofJob
+from gpu_engine.circom import jobs as circuit_jobs
+from gpu_engine.circom import registry, snarkjs_export
+from gpu_engine.kinds import PROOF_KINDS
+from gpu_engine.models import Circuit, CircuitJob, JobStatus, ProofJob
 from statuspanel.auth import api_auth_required
 
 SUBMIT_FIELDS = {"proof_kind", "job_id", "priority"}
@@ -50,9 +54,9 @@ def _not_found(job_id: str) -> JsonResponse:
     return error(f"no job with id {job_id!r}", 404)
 
 
-def _parse_body(request: HttpRequest) -> dict[str, Any]:
+def _parse_body(request: HttpRequest, raw: bytes | None = None) -> dict[str, Any]:
     try:
-        body = json.loads(request.body.decode("utf-8") or "null")
+        body = json.loads((request.body if raw is None else raw).decode("utf-8") or "null")
     except RequestDataTooBig:
         raise queue.JobError("request body too large", 413) from None
     except UnicodeDecodeError:
@@ -63,12 +67,92 @@ def _parse_body(request: HttpRequest) -> dict[str, Any]:
         raise queue.JobError(f"malformed JSON: {str(exc)[:120]}") from None
     if not isinstance(body, dict):
         raise queue.JobError('the body must be a JSON object such as {"proof_kind": "porep-c2"}')
-    unknown = sorted(set(body) - SUBMIT_FIELDS)
-    if unknown:
-        raise queue.JobError(f"unknown field(s): {', '.join(unknown)}; accepted: {', '.join(sorted(SUBMIT_FIELDS))}")
     if "proof_kind" not in body:
         raise queue.JobError(f"proof_kind is required; valid kinds: {', '.join(validation.valid_kinds(circuits=True))}")
+    validation.validate_kind(body["proof_kind"], circuits=True)  # an unknown kind is named before its fields
+    accepted = circuit_jobs.CIRCUIT_FIELDS if _is_circuit(body["proof_kind"]) else SUBMIT_FIELDS
+    unknown = sorted(set(body) - accepted)
+    if unknown:
+        raise queue.JobError(f"unknown field(s): {', '.join(unknown)}; accepted: {', '.join(sorted(accepted))}")
     return body
+
+
+def _is_circuit(kind: Any) -> bool:
+    return isinstance(kind, str) and kind not in PROOF_KINDS and registry.get_circuit(kind) is not None
+
+
+def _read_body(request: HttpRequest) -> bytes:
+    """The raw body, up to CIRCUIT_MAX_BODY (circuit batches are larger than Django's form limit;
+    an oversized body is refused from its Content-Length before it is read)."""
+    limit = int(settings.CIRCUIT_MAX_BODY)
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise queue.JobError("malformed Content-Length") from None
+    if length > limit:
+        raise queue.JobError(f"request body of {length} bytes is over the limit of {limit} (CIRCUIT_MAX_BODY)", 413)
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise queue.JobError(f"request body is over the limit of {limit} bytes (CIRCUIT_MAX_BODY)", 413)
+    return raw
+
+
+def _submit(request: HttpRequest) -> JsonResponse:
+    if request.content_type == "multipart/form-data":
+        return _submit_multipart(request)
+    raw = _read_body(request)
+    body = _parse_body(request, raw)
+    kind = body["proof_kind"]
+    if not _is_circuit(kind):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and len(raw) > limit:  # only circuit batches may use CIRCUIT_MAX_BODY
+            raise queue.JobError("request body too large", 413)
+        job, created = queue.submit_job(kind, body.get("job_id"), body.get("priority"))
+        return JsonResponse(job.to_dict(), status=201 if created else 200)
+    circuit = registry.get_circuit(kind)
+    source, items = circuit_jobs.items_from_body(circuit, body)
+    job, created = circuit_jobs.submit(circuit, source, items, body.get("job_id"), body.get("priority"))
+    return JsonResponse(job.to_dict(), status=201 if created else 200)
+
+
+def _submit_multipart(request: HttpRequest) -> JsonResponse:
+    """A batch as a file: fields proof_kind [job_id] [priority]; files `inputs` (a JSON list of input
+    objects, or JSON Lines) or one `witness` file per partition (.wtns, sent as is)."""
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > int(settings.CIRCUIT_MAX_BODY):
+        raise queue.JobError(f"request body of {length} bytes is over the limit of {settings.CIRCUIT_MAX_BODY} "
+                             "(CIRCUIT_MAX_BODY)", 413)
+    post, files = request.POST, request.FILES
+    unknown = sorted((set(post) - {"proof_kind", "job_id", "priority"}) | (set(files) - {"inputs", "witness"}))
+    if unknown:
+        raise queue.JobError(f"unknown form field(s): {', '.join(unknown)}; accepted: proof_kind, job_id, "
+                             "priority and a file: inputs, or witness (repeated)")
+    kind = validation.validate_kind(post.get("proof_kind"), circuits=True)
+    circuit = registry.get_circuit(kind)
+    if circuit is None:
+        raise queue.JobError(f"proof kind {kind} takes no batch file: only registered circuits do")
+    priority = post.get("priority")
+    if priority is not None:
+        try:
+            priority = int(priority)
+        except ValueError:
+            raise queue.JobError(f"priority must be an integer, got {priority!r}") from None
+    witnesses, inputs = files.getlist("witness"), files.getlist("inputs")
+    if bool(witnesses) == bool(inputs):
+        raise queue.JobError("send either one `inputs` file or `witness` files (one per partition)")
+    if inputs:
+        if len(inputs) > 1:
+            raise queue.JobError("send one `inputs` file (a JSON list or JSON Lines)")
+        source, items = CircuitJob.INPUTS, circuit_jobs.inputs_from_batch_file(circuit, inputs[0].read(), "inputs")
+    else:
+        if len(witnesses) > circuit_jobs.max_batch():
+            raise queue.JobError(f"witness: {len(witnesses)} files, at most {circuit_jobs.max_batch()} per job "
+                                 "(CIRCUIT_MAX_BATCH)", 413)
+        source = CircuitJob.WITNESSES
+        items = [circuit_jobs.check_witness_file(circuit, f.read(), f"witness[{i}] ({f.name})")
+                 for i, f in enumerate(witnesses)]
+    job, created = circuit_jobs.submit(circuit, source, items, post.get("job_id"), priority)
+    return JsonResponse(job.to_dict(), status=201 if created else 200)
 
 
 def _positive_int(raw: str | None, name: str, default: int, maximum: int) -> int:
@@ -89,10 +173,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
     """GET: list jobs (filters status, kind; page, page_size). POST: submit a job."""
     try:
         if request.method == "POST":
-            body = _parse_body(request)
-            # submit_job applies the one rule set (gpu_engine/validation.py) before storing anything.
-            job, created = queue.submit_job(body["proof_kind"], body.get("job_id"), body.get("priority"))
-            return JsonResponse(job.to_dict(), status=201 if created else 200)
+            return _submit(request)
         return _list(request)
     except queue.JobError as exc:
         return error(str(exc), exc.status)
@@ -155,9 +236,33 @@ def job_proof(request: HttpRequest, job_id: str) -> HttpResponse:
     job = _get_job(job_id)
     if job is None:
         return _not_found(job_id)
+    fmt = request.GET.get("format", "bundle")
+    if fmt not in ("bundle", "snarkjs"):
+        return error(f"unknown format {fmt[:40]!r}; use bundle (default) or snarkjs", 400)
+    if fmt == "snarkjs" and not _is_circuit(job.proof_kind):
+        return error(f"format=snarkjs is for circuit jobs; {job.proof_kind} proofs come as a bundle", 400)
     if job.status != JobStatus.DONE or job.bundle is None:
         return error(f"job {job_id!r} is {job.status}; its proof is available once it is done", 409, status=job.status)
+    if fmt == "snarkjs":
+        return JsonResponse(snarkjs_export.job_proofs(job.bundle))
     return JsonResponse(job.bundle)
+
+
+@api_auth_required
+@methods("GET")
+def circuits(request: HttpRequest) -> HttpResponse:
+    """The registered circuits (proof kinds of their own)."""
+    return JsonResponse({"circuits": [c.to_dict() for c in Circuit.objects.order_by("name")]})
+
+
+@api_auth_required
+@methods("GET")
+def circuit_vkey(request: HttpRequest, name: str) -> HttpResponse:
+    """The circuit's verifying key as snarkjs's verification_key.json."""
+    circuit = registry.get_circuit(name)
+    if circuit is None:
+        return error(f"no circuit named {name[:64]!r}", 404)
+    return JsonResponse(circuit.vkey)
 
 
 @api_auth_required

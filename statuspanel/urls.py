@@ -36,4 +36,6 @@ urlpatterns = [
     path("api/jobs/<jobid:job_id>", api.job_detail, name="api-job"),
     path("api/jobs/<jobid:job_id>/proof", api.job_proof, name="api-job-proof"),
     path("api/jobs/<jobid:job_id>/cancel", api.job_cancel, name="api-job-cancel"),
+    path("api/circuits", api.circuits, name="api-circuits"),
+    path("api/circuits/<str:name>/vkey", api.circuit_vkey, name="api-circuit-vkey"),
 ]

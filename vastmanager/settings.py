@@ -156,6 +156,15 @@ WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 
+# circom circuits: registered zkeys (by content hash), their converted keys, and circuit jobs' inputs.
+CIRCUITS_DIR = Path(env_str("VASTMANAGER_CIRCUITS_DIR", str(DATA_DIR / "circuits")))
+# Largest POST /api/jobs body for a circuit job (JSON or a multipart batch file), in bytes.
+CIRCUIT_MAX_BODY = env_int("CIRCUIT_MAX_BODY", 64 * 1024 * 1024)
+# Most witnesses or inputs (partitions) in one circuit job.
+CIRCUIT_MAX_BATCH = env_int("CIRCUIT_MAX_BATCH", 256)
+# A multipart batch sends one witness file per partition: Django's file count limit must admit a batch.
+DATA_UPLOAD_MAX_NUMBER_FILES = max(100, CIRCUIT_MAX_BATCH + 1)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

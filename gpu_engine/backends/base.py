@@ -29,6 +29,15 @@ class Backend(Protocol):
         Returns len(a) coefficients; the top one is 0 exactly when a*b = c on the domain
         (the prover checks it). Reference: `field.reference_compute_h`."""
 
+    def compute_h_odd_coset(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        """snarkjs's H for circom keys: a*b - c evaluated on the odd coset of the double domain.
+
+        With ffjavascript's roots (`field.ffjs_root_of_unity`): each of a, b, c is interpolated
+        (inverse NTT of size n, 1/n included), coefficient i is multiplied by w_2n**i, and it
+        is evaluated again (NTT of size n): six NTTs; then h_i = a_i*b_i - c_i, no division
+        (Z is the constant -2 there and the zkey's H points carry it). Returns len(a) values.
+        Reference: `field.reference_h_odd_coset`; docs/CIRCOM.md explains the form."""
+
     def msm_g1(self, points: Sequence[G1Point], scalars: Sequence[int], *, bases_key: str | None = None) -> G1Point:
         ...
 

@@ -24,6 +24,9 @@ class CpuBackend:
     def compute_h(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
         return _ntt.compute_h(a, b, c)
 
+    def compute_h_odd_coset(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        return _ntt.compute_h_odd_coset(a, b, c)
+
     def msm_g1(self, points: Sequence[G1Point], scalars: Sequence[int], *, bases_key: str | None = None) -> G1Point:
         _check_lengths(points, scalars)
         if not points:

@@ -232,6 +232,12 @@ class CudaBackend:
         with self._errors(f"computing H over {len(a)} points"):
             return self._ntt.compute_h(a, b, c)
 
+    def compute_h_odd_coset(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        """snarkjs's H for circom keys: six NTTs with ffjavascript's roots, on the device."""
+        self._check_thread()
+        with self._errors(f"computing the odd-coset H over {len(a)} points"):
+            return self._ntt.compute_h_odd_coset(a, b, c)
+
     def msm_g1(self, points: Sequence[Any], scalars: Sequence[int], *, bases_key: str | None = None):
         self._check_thread()
         with self._errors(f"running a G1 MSM of {len(points)}"):

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpu_engine.backends import limbs
 from gpu_engine.backends.limbs import R_MOD
-from gpu_engine.groth16.field import COSET_GENERATOR
+from gpu_engine.groth16.field import COSET_GENERATOR, ffjs_root_of_unity
 
 FR_BYTES = 32
 FP_BYTES = 48
@@ -22,6 +22,10 @@ AFFINE_BYTES = 96
 XYZZ_BYTES = 192
 SCAN_BLOCK = 1024  # VM_SCAN_BLOCK in msm.cu
 SEGMENT_LEN_LOG = 4  # buckets per running-sum segment = 2^4
+# Which primitive roots a transform uses: the engine's (7-based, arkworks' domain) or
+# ffjavascript's (5-based), which snarkjs's keys are laid out for.
+ENGINE_ROOTS = "engine"
+FFJS_ROOTS = "ffjs"
 
 
 class KernelOps(Protocol):
@@ -76,11 +80,22 @@ class NttPlan:
             self._tables[key] = buf
         return self._tables[key]
 
-    def _twiddles(self, log_n: int, inverse: bool) -> Any:
-        w = limbs.root_of_unity(log_n)
+    def _twiddles(self, log_n: int, inverse: bool, roots: str = ENGINE_ROOTS) -> Any:
+        if roots == ENGINE_ROOTS:
+            w = limbs.root_of_unity(log_n)
+        elif roots == FFJS_ROOTS:
+            w = ffjs_root_of_unity(1 << log_n)
+        else:
+            raise ValueError(f"unknown roots {roots!r}")
         if inverse:
             w = pow(w, -1, R_MOD)
-        return self._powers(("tw", log_n, inverse), w, max(1, (1 << log_n) // 2))
+        return self._powers(("tw", roots, log_n, inverse), w, max(1, (1 << log_n) // 2))
+
+    def _odd_coset_scales(self, log_n: int) -> Any:
+        """w_2n^i / n (ffjavascript's root of the double domain): the inverse NTT's 1/n and the
+        shift onto the odd coset in one table, applied between snarkjs's two transforms."""
+        n = 1 << log_n
+        return self._powers(("odd", log_n), ffjs_root_of_unity(2 * n), n, pow(n, -1, R_MOD))
 
     def _coset_powers(self, log_n: int, inverse: bool) -> Any:
         """g^i for the forward coset NTT; g^-i / n for the inverse (the 1/n folded in)."""
@@ -92,15 +107,23 @@ class NttPlan:
 
     # -- transforms on device buffers (Montgomery form) --
 
-    def transform(self, buf: Any, log_n: int, *, inverse: bool, coset: bool) -> None:
+    def _radix2(self, buf: Any, log_n: int, inverse: bool, roots: str) -> None:
+        """Bit reversal and the log2(n) butterfly stages, unscaled (no 1/n)."""
         n = 1 << log_n
-        if coset and not inverse:
-            self.ops.launch("fr_mul_vec_kernel", n, buf, self._coset_powers(log_n, False), n)
         if log_n > 0:
             self.ops.launch("ntt_bitrev_kernel", n, buf, log_n, n)
-            tw = self._twiddles(log_n, inverse)
+            tw = self._twiddles(log_n, inverse, roots)
             for log_half in range(log_n):
                 self.ops.launch("ntt_butterfly_kernel", n // 2, buf, tw, log_n, log_half, n // 2)
+
+    def transform(self, buf: Any, log_n: int, *, inverse: bool, coset: bool, roots: str = ENGINE_ROOTS) -> None:
+        """In place; `roots` picks the domain (the coset is the engine's, so only with its roots)."""
+        n = 1 << log_n
+        if coset and roots != ENGINE_ROOTS:
+            raise ValueError("the coset NTT is defined on the engine's roots only")
+        if coset and not inverse:
+            self.ops.launch("fr_mul_vec_kernel", n, buf, self._coset_powers(log_n, False), n)
+        self._radix2(buf, log_n, inverse, roots)
         if inverse:
             if coset:
                 self.ops.launch("fr_mul_vec_kernel", n, buf, self._coset_powers(log_n, True), n)
@@ -120,10 +143,11 @@ class NttPlan:
         self.ops.launch("fr_from_mont_kernel", n, buf, n)
         return limbs.unpack_fr(self.ops.download(buf, n * FR_BYTES))
 
-    def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
+    def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False,
+            roots: str = ENGINE_ROOTS) -> list[int]:
         log_n = limbs.log2_exact(len(values))
         buf = self._load("ntt:a", values, log_n)
-        self.transform(buf, log_n, inverse=inverse, coset=coset)
+        self.transform(buf, log_n, inverse=inverse, coset=coset, roots=roots)
         return self._fetch(buf, log_n)
 
     def compute_h(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
@@ -145,6 +169,30 @@ class NttPlan:
         z_inv = self._const(("zinv", log_n), pow(z, -1, R_MOD))
         self.ops.launch("ntt_h_pointwise_kernel", n, a, b, c, z_inv, n)
         self.transform(a, log_n, inverse=True, coset=True)
+
+
+    def compute_h_odd_coset(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        """snarkjs's H (a*b - c on the odd coset of the double domain), all on device."""
+        if not len(a) == len(b) == len(c):
+            raise ValueError(f"compute_h_odd_coset needs equal lengths, got {len(a)}, {len(b)}, {len(c)}")
+        log_n = limbs.log2_exact(len(a))
+        bufs = [self._load(f"h:{name}", vals, log_n) for name, vals in (("a", a), ("b", b), ("c", c))]
+        self.compute_h_odd_coset_device(bufs[0], bufs[1], bufs[2], log_n)
+        return self._fetch(bufs[0], log_n)
+
+    def compute_h_odd_coset_device(self, a: Any, b: Any, c: Any, log_n: int) -> None:
+        """Six NTTs with ffjavascript's roots and the pointwise a*b - c; the result ends up in `a`.
+
+        Per vector: inverse NTT (coefficients, times n), coefficient i times w_2n^i / n, forward
+        NTT: the values at w_2n^(2i+1). No division: Z is constant on that coset and the zkey's
+        H points carry its inverse (`field.reference_h_odd_coset` is the reference)."""
+        n = 1 << log_n
+        scales = self._odd_coset_scales(log_n)
+        for buf in (a, b, c):
+            self._radix2(buf, log_n, True, FFJS_ROOTS)
+            self.ops.launch("fr_mul_vec_kernel", n, buf, scales, n)
+            self._radix2(buf, log_n, False, FFJS_ROOTS)
+        self.ops.launch("ntt_h_odd_pointwise_kernel", n, a, b, c, n)
 
 
 def window_bits(n: int) -> int:

@@ -144,6 +144,9 @@ class EmulatedBackend:
     def compute_h(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
         return self._ntt.compute_h(a, b, c)
 
+    def compute_h_odd_coset(self, a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+        return self._ntt.compute_h_odd_coset(a, b, c)
+
     def msm_g1(self, points: Sequence[Any], scalars: Sequence[int], *, bases_key: str | None = None):
         return self._msm.msm_g1(points, scalars, bases_key=bases_key)
 

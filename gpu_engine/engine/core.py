@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from gpu_engine import queue
 from gpu_engine.budget import MemoryBudget
+from gpu_engine.engine.circuits import CircuitKinds
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.feeder import Feeder
 from gpu_engine.engine.heartbeat import Heartbeat
@@ -98,14 +99,17 @@ class Engine:
                      "%d failed", requeued, failed, cfg.engine_id, orphans, orphans_failed)
         self.tracker.set_backend(cfg.backend)
         self.tracker.register_workers(self.workers)
-        refs = {kind: ParamsRef.of(kind, cfg.scale, cfg.params_dir) for kind in self.params}
+        refs: dict[str, Any] = {kind: ParamsRef.of(kind, cfg.scale, cfg.params_dir) for kind in self.params}
         if self.proving_processes:
-            self.proving_pool = ProvingPool(self.proving_processes, refs.values())
+            self.proving_pool = ProvingPool(self.proving_processes, list(refs.values()))
             self.proving_pool.start()
         prover = Prover(self.g16, self.params, refs, self.proving_pool, self.stats)
         self._finalizers = Finalizers(cfg.finalizers, self.ledger, prover, cfg.finalize_delay_secs)
+        # Registered circuits join `params`, `refs` and `part_bytes` when their first job is claimed.
+        circuits = CircuitKinds(self.params, refs, self.part_bytes, self.budget.total_bytes)
+        self.ledger.listeners.append(lambda event: circuits.forget(event.job_id))
         self.feeder = Feeder(cfg, self.ledger, self.work, self.run, self.g16.synthesize_partition,
-                             self.part_bytes, len(self.workers))
+                             self.part_bytes, len(self.workers), circuits)
         self.history.start()
         # GPU telemetry for the snapshot's `gpus` (about once a second; a no-op without NVML).
         self._telemetry = TelemetryPoller(self._publish_gpus)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from django.db import connection
 
 from gpu_engine import queue
+from gpu_engine.engine.circuits import CircuitKinds, CircuitUnavailable
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.ledger import Ledger
 from gpu_engine.engine.pools import BrokenProcessPool, ProcessPool
@@ -31,9 +32,11 @@ log = logging.getLogger("gpu_engine.engine")
 
 class Feeder:
     def __init__(self, config: EngineConfig, ledger: Ledger, work: WorkQueue, run: RunState,
-                 synthesize: Callable[..., Any], part_bytes: dict[str, int], workers: int) -> None:
+                 synthesize: Callable[..., Any], part_bytes: dict[str, int], workers: int,
+                 circuits: CircuitKinds | None = None) -> None:
         self.config, self.ledger, self.work, self.run = config, ledger, work, run
         self._synthesize, self._part_bytes, self._workers = synthesize, part_bytes, workers
+        self._circuits = circuits
         self._claims = itertools.count()
         self._slots = threading.Semaphore(config.synth_workers)
         self._inflight = 0
@@ -97,12 +100,18 @@ class Feeder:
         if row is None:
             return False
         problem = row_problem(row.proof_kind, row.job_id, row.priority)
-        kind = PROOF_KINDS.get(row.proof_kind)
-        if problem is None and kind is None:  # a kind the rules accept but this engine has no circuit for
-            problem = f"this engine has no circuit for proof kind {row.proof_kind!r}"
         if problem is not None:
             self._refuse(row, problem)
             return True  # the claim was used: look for the next job at once
+        kind = PROOF_KINDS.get(row.proof_kind)
+        if kind is None:  # a registered circom circuit's job
+            try:
+                if self._circuits is None:
+                    raise CircuitUnavailable(f"this engine proves no circuits (kind {row.proof_kind!r})")
+                kind = self._circuits.claimed(row)
+            except CircuitUnavailable as exc:
+                self._refuse(row, str(exc))
+                return True
         with ledger.lock:
             if row.job_id in ledger.active:  # our own stale claim is still settling: let it go first
                 queue.return_job(row.pk, cfg.engine_id)
@@ -141,8 +150,12 @@ class Feeder:
         work = Work(job, index, nbytes)
         work.synth_started = time.time()
         try:
-            future = self.pool.submit(self._synthesize, job.kind, job.job_id, index, self.config.scale)
-        except BrokenProcessPool as exc:
+            if job.kind in PROOF_KINDS:
+                future = self.pool.submit(self._synthesize, job.kind, job.job_id, index, self.config.scale)
+            else:
+                fn, args = self._circuits.task(job.job_id, index)
+                future = self.pool.submit(fn, *args)
+        except (BrokenProcessPool, KeyError, OSError) as exc:
             self._synth_finished(work, exc)
             return
         future.add_done_callback(lambda f, w=work: self._synth_finished(w, f))

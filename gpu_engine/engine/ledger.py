@@ -59,7 +59,9 @@ class Ledger:
         with self.lock:
             job.attempts[index] += 1
             self.tracker.partition_failed(job.job_id, index, error)
-            if job.stop is None and job.attempts[index] < self.config.partition_attempts:
+            # An error that says the input itself is wrong (retriable = False) fails at once.
+            retriable = getattr(exc, "retriable", True)
+            if job.stop is None and retriable and job.attempts[index] < self.config.partition_attempts:
                 self.tracker.partition_retry(job.job_id, index)
                 job.retry.append(index)
                 self.settle(work, PartitionState.RETRIED, error, finalize_span=finalize_span)

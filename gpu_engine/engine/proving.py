@@ -51,10 +51,24 @@ def default_size(backend: str, workers: int, finalizers: int) -> int:
 _child_backend: Any = None
 
 
-def _params(ref: ParamsRef):
-    from gpu_engine.groth16 import api
+def system_for(ref: Any):
+    """The proof system's module for a ref: `groth16.api` for a built-in kind, `circom.api` for a
+    registered circuit (a `CircuitRef`). Both offer prove_device, prove_finalize, verify_partition."""
+    if isinstance(ref, ParamsRef):
+        from gpu_engine.groth16 import api
 
-    return api.load_params(ref.kind, ref.params_dir, ref.scale)
+        return api
+    from gpu_engine.circom import api
+
+    return api
+
+
+def _params(ref: Any):
+    if isinstance(ref, ParamsRef):
+        from gpu_engine.groth16 import api
+
+        return api.load_params(ref.kind, ref.params_dir, ref.scale)
+    return system_for(ref).load(ref)
 
 
 def _backend():
@@ -71,16 +85,12 @@ def _preload(refs: tuple[ParamsRef, ...]) -> None:
         _params(ref)
 
 
-def _run_device(ref: ParamsRef, witness) -> tuple[Any, int]:
-    from gpu_engine.groth16 import api
-
-    return api.prove_device(_params(ref), witness, _backend()), os.getpid()
+def _run_device(ref: Any, witness) -> tuple[Any, int]:
+    return system_for(ref).prove_device(_params(ref), witness, _backend()), os.getpid()
 
 
-def _run_finalize(ref: ParamsRef, witness, device_out) -> tuple[Any, int]:
-    from gpu_engine.groth16 import api
-
-    return api.prove_finalize(_params(ref), witness, device_out, _backend()), os.getpid()
+def _run_finalize(ref: Any, witness, device_out) -> tuple[Any, int]:
+    return system_for(ref).prove_finalize(_params(ref), witness, device_out, _backend()), os.getpid()
 
 
 # ---- parent side -------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from gpu_engine import backends
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.backends.errors import DeviceError
 from gpu_engine.engine.ledger import Ledger
-from gpu_engine.engine.proving import ParamsRef, ProvingPool
+from gpu_engine.engine.proving import ParamsRef, ProvingPool, system_for
+from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.engine.state import RunState, Work, WorkQueue
 from gpu_engine.models import PartitionState
 
@@ -37,6 +38,7 @@ class Prover:
     def __init__(self, g16: Any, params: dict[str, Any], refs: dict[str, ParamsRef], pool: ProvingPool | None,
                  stats: Any) -> None:
         self.g16, self.params, self.refs, self.pool, self.stats = g16, params, refs, pool, stats
+        self.g16_kinds = frozenset(PROOF_KINDS)
         self.cpu = backends.create_backend("cpu")
 
     def device(self, work: Work, backend: Any) -> Any:
@@ -45,7 +47,7 @@ class Prover:
         if self.pool is not None and type(backend) is CpuBackend:
             out, pid = self.pool.prove_device(self.refs[kind], work.witness)
         else:
-            out, pid = self.g16.prove_device(self.params[kind], work.witness, backend), os.getpid()
+            out, pid = self._system(kind).prove_device(self.params[kind], work.witness, backend), os.getpid()
         self.stats.record_proved_in("device", pid)
         return out
 
@@ -55,11 +57,16 @@ class Prover:
         if self.pool is not None and type(self.cpu) is CpuBackend:
             proof, pid = self.pool.finalize(self.refs[kind], work.witness, out)
         else:
-            proof, pid = self.g16.prove_finalize(self.params[kind], work.witness, out, self.cpu), os.getpid()
+            proof, pid = self._system(kind).prove_finalize(self.params[kind], work.witness, out, self.cpu), os.getpid()
         self.stats.record_proved_in("finalize", pid)
         if not self.g16.verify_partition(self.params[kind].vk, proof.public_inputs, proof.proof):
-            raise ProofError(f"partition {work.index} of {work.job.job_id} does not verify")
+            hint = "" if kind in self.g16_kinds else " (the witness may not satisfy the circuit's constraints)"
+            raise ProofError(f"partition {work.index} of {work.job.job_id} does not verify{hint}")
         return proof
+
+    def _system(self, kind: str) -> Any:
+        """groth16.api for built-in kinds, circom.api for registered circuits."""
+        return self.g16 if kind in self.g16_kinds else system_for(self.refs[kind])
 
 
 class Finalizers:

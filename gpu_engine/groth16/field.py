@@ -26,6 +26,10 @@ ROOT_OF_UNITY = pow(MULTIPLICATIVE_GENERATOR, (R - 1) >> TWO_ADICITY, R)
 # Z(x) = x**n - 1 never vanishes on the coset.
 COSET_GENERATOR = MULTIPLICATIVE_GENERATOR
 FR_BYTES = 32
+# snarkjs's keys are built on ffjavascript's roots instead: its field takes the smallest
+# quadratic non-residue (5 for this r) to the odd part of r - 1. circom keys need these.
+FFJS_NON_RESIDUE = 5
+FFJS_ROOT_OF_UNITY = pow(FFJS_NON_RESIDUE, (R - 1) >> TWO_ADICITY, R)
 
 
 def fr(x: int) -> int:
@@ -80,6 +84,12 @@ def root_of_unity(n: int) -> int:
     return pow(ROOT_OF_UNITY, 1 << (TWO_ADICITY - log_n), R)
 
 
+def ffjs_root_of_unity(n: int) -> int:
+    """ffjavascript's primitive n-th root (`Fr.w[log2 n]`): the one snarkjs's zkeys assume."""
+    log_n = check_domain_size(n)
+    return pow(FFJS_ROOT_OF_UNITY, 1 << (TWO_ADICITY - log_n), R)
+
+
 def powers(base: int, count: int, start: int = 1) -> list[int]:
     """[start, start*base, start*base**2, ...] (count items)."""
     out = [0] * count
@@ -112,14 +122,17 @@ def naive_dft(values: Sequence[int], omega: int) -> list[int]:
     return out
 
 
-def reference_ntt(values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
-    """Plain iterative radix-2 Cooley-Tukey NTT on canonical ints (the readable reference)."""
+def reference_ntt(values: Sequence[int], *, inverse: bool = False, coset: bool = False,
+                  omega: int | None = None) -> list[int]:
+    """Plain iterative radix-2 Cooley-Tukey NTT on canonical ints (the readable reference).
+
+    `omega`: the primitive n-th root to transform with (default `root_of_unity(n)`)."""
     n = len(values)
     check_domain_size(n)
     a = [v % R for v in values]
     if coset and not inverse:
         a = [v * s % R for v, s in zip(a, powers(COSET_GENERATOR, n))]
-    omega = root_of_unity(n)
+    omega = root_of_unity(n) if omega is None else omega
     if inverse:
         omega = fr_inv(omega)
     rev = bit_reverse_permutation(n)
@@ -159,3 +172,19 @@ def reference_compute_h(a: Sequence[int], b: Sequence[int], c: Sequence[int]) ->
     z_inv = vanishing_on_coset_inverse(n)
     eh = [(x * y - z) * z_inv % R for x, y, z in zip(ea, eb, ec)]
     return reference_ntt(eh, inverse=True, coset=True)
+
+
+def reference_h_odd_coset(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+    """snarkjs's H from evaluations on the domain: each of a, b, c interpolated (iNTT), its
+    coefficient i times w_2n**i, evaluated (NTT), all with ffjavascript's roots, so the values
+    are at the odd points w_2n**(2i+1) of the double domain; then a*b - c there. No division:
+    Z is the constant -2 on that coset and the zkey's H points carry it. n values."""
+    n = len(a)
+    if not (len(b) == len(c) == n):
+        raise ValueError(f"a, b, c must have the same length, got {len(a)}, {len(b)}, {len(c)}")
+    w_n, shifts = ffjs_root_of_unity(n), powers(ffjs_root_of_unity(2 * n), n)
+    odd = []
+    for v in (a, b, c):
+        coeffs = reference_ntt(v, inverse=True, omega=w_n)
+        odd.append(reference_ntt([x * s % R for x, s in zip(coeffs, shifts)], omega=w_n))
+    return [(x * y - z) % R for x, y, z in zip(*odd)]

@@ -20,6 +20,7 @@ from gpu_engine.groth16.field import (
     COSET_GENERATOR,
     R,
     check_domain_size,
+    ffjs_root_of_unity,
     fr_inv,
     powers,
     vanishing_on_coset_inverse,
@@ -94,3 +95,27 @@ def compute_h(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]
     eh = ((x * y - z) * z_inv % p for x, y, z in zip(*evals))
     rows = _packed.forward_rows(eh, n, inv)
     return [int(x) for x in _packed.finish(rows, inv, _inverse_scales(n, True))]
+
+
+@lru_cache(maxsize=32)
+def _odd_coset_scales(n: int) -> tuple:
+    """w_2n**i / n (ffjavascript's roots): the iNTT's 1/n and the odd-coset shift in one product."""
+    return tuple(_num(x) for x in powers(ffjs_root_of_unity(2 * n), n, start=fr_inv(n)))
+
+
+def compute_h_odd_coset(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+    """snarkjs's H (what a circom zkey's H points expect): a*b - c on the odd coset of the
+    double domain, by six NTTs with ffjavascript's roots and no division (`field.reference_h_odd_coset`)."""
+    n = len(a)
+    check_domain_size(n)
+    if not (len(b) == len(c) == n):
+        raise ValueError(f"a, b, c must have the same length, got {len(a)}, {len(b)}, {len(c)}")
+    omega = ffjs_root_of_unity(n)
+    inv, fwd = _packed.plan(n, True, omega), _packed.plan(n, False, omega)
+    between = _odd_coset_scales(n)
+    evals = []
+    for v in (a, b, c):
+        coeffs = _packed.finish(_packed.forward_rows(_reduced(v, None), n, inv), inv, between)
+        evals.append(_packed.finish(_packed.forward_rows(coeffs, n, fwd), fwd, None))
+    p = _P
+    return [int((x * y - z) % p) for x, y, z in zip(*evals)]

@@ -130,15 +130,17 @@ def _simulate(n1: int, n2: int) -> tuple[list[int], list[int], int, int]:
 
 
 @lru_cache(maxsize=32)
-def plan(n: int, inverse: bool) -> Plan:
-    """Build (once per size and direction) the split, slot width and packed constants."""
+def plan(n: int, inverse: bool, omega: int | None = None) -> Plan:
+    """Build (once per size, direction and root) the split, slot width and packed constants.
+
+    `omega`: the primitive n-th root of the forward transform (default `root_of_unity(n)`)."""
     log_n = check_domain_size(n)
     n1 = 1 << ((log_n + 1) // 2)
     n2 = n // n1
     offs1, offs2, widest, out_bound = _simulate(n1, n2)
     slot_bytes = (widest.bit_length() + 8) // 8  # one spare bit at least
     slot_bits = 8 * slot_bytes
-    omega = root_of_unity(n)
+    omega = root_of_unity(n) if omega is None else omega
     if inverse:
         omega = fr_inv(omega)
 

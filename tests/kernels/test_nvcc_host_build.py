@@ -45,3 +45,10 @@ def test_nvcc_host_build_runs_ntt_and_msm(nvcc_lib):
     pts = [G1Point() * Scalar(rng.randrange(1, field.R)) for _ in range(12)]
     sc = [rng.randrange(field.R) for _ in range(12)]
     assert MsmPlan(ops).msm_g1(pts, sc) == G1Point.multiexp_unchecked(pts, [Scalar(s) for s in sc])
+
+
+def test_nvcc_host_build_runs_the_odd_coset_h(nvcc_lib):
+    ops = emulation.HostOps(nvcc_lib)
+    rng = random.Random(53)
+    a, b, c = ([rng.randrange(field.R) for _ in range(64)] for _ in range(3))
+    assert NttPlan(ops).compute_h_odd_coset(a, b, c) == field.reference_h_odd_coset(a, b, c)

@@ -83,6 +83,10 @@ VM_EXPORT void ntt_h_pointwise_kernel(fr_t* a, const fr_t* b, const fr_t* c, con
     for (uint32_t i = 0; i < n; i++) ntt_h_pointwise_one(a, b, c, z_inv, i);
 }
 
+VM_EXPORT void ntt_h_odd_pointwise_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) ntt_h_odd_pointwise_one(a, b, c, i);
+}
+
 // ---- MSM kernels ----
 
 VM_EXPORT void fp_to_mont_kernel(fp_t* a, uint32_t n) {

@@ -45,3 +45,8 @@ extern "C" __global__ void ntt_h_pointwise_kernel(fr_t* a, const fr_t* b, const 
     uint32_t i = VM_TID;
     if (i < n) ntt_h_pointwise_one(a, b, c, z_inv, i);
 }
+
+extern "C" __global__ void ntt_h_odd_pointwise_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint32_t n) {
+    uint32_t i = VM_TID;
+    if (i < n) ntt_h_odd_pointwise_one(a, b, c, i);
+}

@@ -56,3 +56,8 @@ VM_HD void fr_powers_one(fr_t* out, const fr_t* base_pows, uint32_t nbits, uint3
 VM_HD void ntt_h_pointwise_one(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* z_inv, uint32_t i) {
     a[i] = fr_mul(fr_sub(fr_mul(a[i], b[i]), c[i]), *z_inv);
 }
+
+// snarkjs's H on the odd coset: a*b - c, no division (the circom key's H points carry 1/Z).
+VM_HD void ntt_h_odd_pointwise_one(fr_t* a, const fr_t* b, const fr_t* c, uint32_t i) {
+    a[i] = fr_sub(fr_mul(a[i], b[i]), c[i]);
+}
