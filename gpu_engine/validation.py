@@ -42,15 +42,23 @@ def valid_kinds(*, circuits: bool = False) -> list[str]:
     return names
 
 
+def kinds_hint(*, circuits: bool = False) -> str:
+    """What a refusal lists: the built-in kinds, and with `circuits` the registered circuits apart."""
+    hint = f"valid kinds: {', '.join(PROOF_KINDS)}"
+    if circuits:
+        names = [name for name in registered_circuit_names() if name not in PROOF_KINDS]
+        hint += f"; registered circuits: {', '.join(names) if names else 'none'}"
+    return hint
+
+
 def validate_kind(kind: Any, *, circuits: bool = False) -> str:
     """`kind` if it names a proof kind (or, with `circuits`, a registered circuit), else JobError."""
-    names = valid_kinds(circuits=circuits)
     if not isinstance(kind, str):
-        raise JobError(f"proof_kind must be a string; valid kinds: {', '.join(names)}")
+        raise JobError(f"proof_kind must be a string; {kinds_hint(circuits=circuits)}")
     if not kind:
-        raise JobError(f"proof_kind must not be empty; valid kinds: {', '.join(names)}")
-    if kind not in names:
-        raise JobError(f"unknown proof kind {kind!r}; valid kinds: {', '.join(names)}")
+        raise JobError(f"proof_kind must not be empty; {kinds_hint(circuits=circuits)}")
+    if kind not in valid_kinds(circuits=circuits):
+        raise JobError(f"unknown proof kind {kind[:64]!r}; {kinds_hint(circuits=circuits)}")
     return kind
 
 

@@ -68,7 +68,7 @@ def _parse_body(request: HttpRequest, raw: bytes | None = None) -> dict[str, Any
     if not isinstance(body, dict):
         raise queue.JobError('the body must be a JSON object such as {"proof_kind": "porep-c2"}')
     if "proof_kind" not in body:
-        raise queue.JobError(f"proof_kind is required; valid kinds: {', '.join(validation.valid_kinds(circuits=True))}")
+        raise queue.JobError(f"proof_kind is required; {validation.kinds_hint(circuits=True)}")
     validation.validate_kind(body["proof_kind"], circuits=True)  # an unknown kind is named before its fields
     accepted = circuit_jobs.CIRCUIT_FIELDS if _is_circuit(body["proof_kind"]) else SUBMIT_FIELDS
     unknown = sorted(set(body) - accepted)
