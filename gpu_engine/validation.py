@@ -10,7 +10,7 @@ circuits (`registered_circuit_names`, the hook the circuit registry plugs into).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from gpu_engine.kinds import PROOF_KINDS
 
@@ -27,11 +27,18 @@ class JobError(ValueError):
         self.status = status
 
 
+_circuit_source: Callable[[], list[str]] | None = None
+
+
+def set_circuit_source(source: Callable[[], list[str]]) -> None:
+    """Plug in the circuit registry (the app does at start; this module stays free of the database)."""
+    global _circuit_source
+    _circuit_source = source
+
+
 def registered_circuit_names() -> list[str]:
     """Names of registered circom circuits accepted as proof kinds where `circuits=True`."""
-    from gpu_engine.circom import registry  # the registry reads the database: only where circuits count
-
-    return registry.circuit_names()
+    return _circuit_source() if _circuit_source is not None else []
 
 
 def valid_kinds(*, circuits: bool = False) -> list[str]:
@@ -57,7 +64,7 @@ def validate_kind(kind: Any, *, circuits: bool = False) -> str:
         raise JobError(f"proof_kind must be a string; {kinds_hint(circuits=circuits)}")
     if not kind:
         raise JobError(f"proof_kind must not be empty; {kinds_hint(circuits=circuits)}")
-    if kind not in valid_kinds(circuits=circuits):
+    if kind not in PROOF_KINDS and kind not in valid_kinds(circuits=circuits):
         raise JobError(f"unknown proof kind {kind[:64]!r}; {kinds_hint(circuits=circuits)}")
     return kind
 

@@ -25,6 +25,7 @@ def test_circuits_flag_accepts_registered_circuit_names(monkeypatch):
         validation.validate_kind("my-circuit")
 
 
+@pytest.mark.django_db  # row_problem also accepts registered circuits: it reads their names
 @pytest.mark.parametrize("row,problem", [
     (("porep-c2", "ok-1", 0), None),
     (("", "ok-1", 0), "proof_kind must not be empty"),

@@ -25,33 +25,30 @@ class Command(BaseCommand):
             raise CommandError("the database has unapplied migrations; run `manage.py migrate` first")
         host, port = opts["bind"]
         from gpu_engine.management.commands.runprover import Command as RunProver
-        from statuspanel.auth import login_url
+        from statuspanel.auth import token_banner_lines
 
         RunProver._check_bind(host, port)
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{port}"
         enabled = Source.objects.filter(enabled=True).count()
         self.stdout.write("\n".join(["", "vastmanager watchfleet", f"  panel      {base}/",
-                                     f"  login      {login_url(base)}",
+                                     *token_banner_lines(base),
                                      f"  sources    {enabled} enabled (manage.py addsource / listsources)", ""]))
         self._serve(host, port)
         self.stdout.write("stopped")
 
     def _serve(self, host: str, port: int) -> None:
-        from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
-
         from statuspanel.fleet.serving import start_collector, stop_collector
         from vastmanager.asgi import build_application
+        from vastmanager.server import build_server
 
         def ready() -> None:
             import asyncio
 
             start_collector(asyncio.get_event_loop())
 
-        server = Server(application=build_application(),
-                        endpoints=build_endpoint_description_strings(host=host, port=port),
-                        signal_handlers=True, ready_callable=ready, verbosity=0)
+        # The guarded server of servepanel and runprover: body limits, origins, WebSocket back-pressure.
+        server = build_server(build_application(), host, port, ready_callable=ready, signal_handlers=True)
         try:
             server.run()
         finally:
