@@ -19,6 +19,7 @@ from gpu_engine.circom import registry, snarkjs_export
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import Circuit, CircuitJob, JobStatus, ProofJob
 from statuspanel.auth import api_auth_required
+from vastmanager.limits import refusal_message
 
 SUBMIT_FIELDS = {"proof_kind", "job_id", "priority"}
 DEFAULT_PAGE_SIZE = 50
@@ -104,9 +105,9 @@ def _submit(request: HttpRequest) -> JsonResponse:
     body = _parse_body(request, raw)
     kind = body["proof_kind"]
     if not _is_circuit(kind):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit is not None and len(raw) > limit:  # only circuit batches may use CIRCUIT_MAX_BODY
-            raise queue.JobError("request body too large", 413)
+        limit = int(settings.MAX_REQUEST_BYTES)
+        if len(raw) > limit:  # only circuit batches may use CIRCUIT_MAX_BODY
+            raise queue.JobError(refusal_message(limit, len(raw)), 413)
         job, created = queue.submit_job(kind, body.get("job_id"), body.get("priority"))
         return JsonResponse(job.to_dict(), status=201 if created else 200)
     circuit = registry.get_circuit(kind)

@@ -23,7 +23,9 @@ def path_limits() -> dict[str, int]:
 
     A limit above Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` is refused by the system check
     `vastmanager.E003` (Django would refuse the body itself): raise both together."""
-    return {}
+    # Job submission may carry a circom circuit's batch of witnesses or inputs; the view holds
+    # built-in kinds to MAX_REQUEST_BYTES itself.
+    return {"/api/jobs": max(default_limit(), int(settings.CIRCUIT_MAX_BODY))}
 
 
 def default_limit() -> int:

@@ -146,9 +146,10 @@ TELEMETRY_RETENTION_DAYS = env_float("TELEMETRY_RETENTION_DAYS", 7.0)
 # Serve /metrics without a token (only behind a network that only the Prometheus server reaches).
 METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 # Request bodies: the limit of every path without one of its own (vastmanager/limits.py), refused
-# from Content-Length before the body is read. Django's own read limit is the same number.
+# from Content-Length before the body is read. POST /api/jobs may carry a circuit batch
+# (CIRCUIT_MAX_BODY, below); Django's own read limit is the larger of the two, since the server has
+# already held every other path to MAX_REQUEST_BYTES.
 MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", 1 << 20)
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 # A WebSocket client that has not read what it was sent for this long (its send window closed) is
 # dropped, as is one written to past this many bytes while its window is closed.
 WS_SLOW_CLIENT_SECS = env_float("WS_SLOW_CLIENT_SECS", 30.0)
@@ -164,6 +165,7 @@ CIRCUIT_MAX_BODY = env_int("CIRCUIT_MAX_BODY", 64 * 1024 * 1024)
 CIRCUIT_MAX_BATCH = env_int("CIRCUIT_MAX_BATCH", 256)
 # A multipart batch sends one witness file per partition: Django's file count limit must admit a batch.
 DATA_UPLOAD_MAX_NUMBER_FILES = max(100, CIRCUIT_MAX_BATCH + 1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(MAX_REQUEST_BYTES, CIRCUIT_MAX_BODY)
 
 LOGGING = {
     "version": 1,
