@@ -64,12 +64,9 @@ def test_without_a_configured_status_token_nothing_but_the_operator_token_passes
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_the_status_token_opens_the_status_stream() -> None:
-    from channels.testing import WebsocketCommunicator
+    from tests.panel.helpers import ORIGIN, communicator as client_of
 
-    from tests.panel.helpers import ORIGIN, build_app
-
-    communicator = WebsocketCommunicator(build_app(), f"/ws/status/?token={STATUS_TOKEN}&format=json",
-                                         headers=[ORIGIN])
+    communicator = client_of(f"/ws/status/?token={STATUS_TOKEN}&format=json", headers=[ORIGIN])
     connected, _ = await communicator.connect()
     assert connected
     await communicator.disconnect()

@@ -108,7 +108,7 @@ def test_limits_are_settings(client, mult, settings):
 
 
 def test_a_body_past_djangos_form_limit_is_fine_for_circuits(client, mult, settings):
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = settings.MAX_REQUEST_BYTES = 1000
     items = [{"a": str(i), "b": "2"} for i in range(100)]
     response = post_job(client, {"proof_kind": "mult", "inputs": items})
     assert response.status_code == 201, response.content

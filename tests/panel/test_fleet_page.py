@@ -9,14 +9,13 @@ import re
 
 import pytest
 from channels.layers import get_channel_layer
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
 from gpu_engine import wire
 from statuspanel.fleet_render import COLLAPSE_OVER
 from tests.credentials import TOKEN
 from tests.panel.fleet_snapshots import RACE_JOB, cuzk_engine, our_engine, store
-from tests.panel.helpers import ORIGIN, build_app
+from tests.panel.helpers import ORIGIN, communicator
 
 pytestmark = pytest.mark.usefixtures("clean_panel_cache", "fresh_render_caches")
 
@@ -80,7 +79,7 @@ def test_a_handful_start_open(user_client):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("api_token")
 async def test_live_frame_of_a_fleet_engine_carries_its_state_and_tally():
-    comm = WebsocketCommunicator(build_app(), f"/ws/status/?token={TOKEN}", headers=[ORIGIN])
+    comm = communicator(f"/ws/status/?token={TOKEN}", headers=[ORIGIN])
     assert (await comm.connect())[0]
     for seq, state in ((1, "online"), (2, "unreachable")):
         snap = cuzk_engine("box-live", seq=seq, state=state, race=True,
