@@ -21,6 +21,7 @@ EXPECTED = {
     "deep": ("malformed", "too-deep"),
     "hang": ("unreachable", "timeout"),
     "unauthorized": ("unreachable", "unauthorized"),
+    "forbidden": ("unreachable", "forbidden"),
 }
 
 
@@ -86,3 +87,10 @@ def test_a_good_snapshot_carries_the_source_block_and_keeps_the_data(collect, se
     assert "src-good" in wire.known_engines()
     seq = snap["seq"]
     wait_until(lambda: wire.default_cache().get(wire.snapshot_key("src-good"))["seq"] > seq, 5, "a newer seq")
+
+
+def test_one_request_in_flight_per_source_even_when_it_hangs(collect) -> None:
+    with CuzkServer("hang") as server:
+        collect([_cfg(1, "src-hang", server.url)])
+        wait_until(lambda: server.requests >= 3, 15, "three polls of the hanging source")
+        assert server.max_in_flight == 1   # the next poll only after the previous one gave up
