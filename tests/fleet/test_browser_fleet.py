@@ -184,3 +184,6 @@ def test_fifty_engines_start_collapsed_to_their_rows(fifty, panel_login):
     assert page.locator("#engines > section.engine.collapsed").count() == FIFTY - 1
     assert "collapsed" not in page.locator('section.engine[data-engine-id="gpu-30"]').get_attribute("class").split()
     assert page.js_errors == []
+    # Without JavaScript nothing can be opened, so nothing is hidden.
+    nojs = panel_login(base, TOKEN, javascript=False)
+    assert nojs.locator("#engines [data-region=workers]:visible").count() == FIFTY
