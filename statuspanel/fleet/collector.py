@@ -46,6 +46,8 @@ class FleetCollector:
         self._load = load_sources or source_table.load_sources
         self._record = record_state_change or source_table.record_state_change
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
+        # State changes and pinned keys are written by one thread, so they land in the order they happened.
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -94,6 +96,7 @@ class FleetCollector:
         if thread is not None:
             thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._writer.shutdown(wait=True)  # the last state changes are kept
 
     @property
     def running(self) -> bool:
@@ -152,7 +155,7 @@ class FleetCollector:
 
     def _launch(self, cfg: SourceConfig) -> None:
         def on_pin(key: str) -> None:
-            self._executor.submit(source_table.pin_host_key, cfg.id, key)
+            self._writer.submit(source_table.pin_host_key, cfg.id, key)
 
         client = make_client(cfg, on_pin)
         self._clients[cfg.name] = client
@@ -226,7 +229,7 @@ class FleetCollector:
         state.published_state = current
         state.last_publish = time.monotonic()
         if previous != current:
-            self._executor.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
+            self._writer.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
                                   current[0], current[1], source["error"] or "", time.time())
         try:
             await self._in_thread(self._store, snap)

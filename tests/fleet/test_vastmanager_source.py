@@ -76,3 +76,8 @@ def test_the_fleet_api_lists_local_and_remote_engines(collect, remote, client) -
     assert STATUS_TOKEN not in response.content.decode()
     assert client.get("/api/fleet").status_code == 401
     assert client.post("/api/fleet", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 405
+
+
+def test_a_source_config_never_shows_its_token() -> None:
+    cfg = _cfg("http://h:1", STATUS_TOKEN)
+    assert STATUS_TOKEN not in repr(cfg) and STATUS_TOKEN not in str(cfg)
