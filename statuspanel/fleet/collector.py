@@ -24,7 +24,7 @@ from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
-from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client
+from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,8 @@ class FleetCollector:
         except Exception:  # a database hiccup keeps the sources already running
             log.exception("fleet: reading the source table failed")
             return
+        if self.reloads == 0:
+            await self._in_thread(tls_context)  # loading the CA bundle once, off the loop
         self.reloads += 1
         wanted = {cfg.name: cfg for cfg in configs}
         for name in [n for n in self._tasks if n not in wanted]:
