@@ -5,7 +5,8 @@ one thread, so nothing a source does (hang, flood, garbage) can hold the web ser
 snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
 the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
-depth cap. JSON decoding, the adapter and every database call run in a small thread pool. The
+depth cap. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
+small thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
 """
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
 SEND_TIMEOUT_SECS = 5.0
+# Answers up to this size are decoded on the collector's own loop; larger ones in its thread pool.
+INLINE_DECODE_BYTES = 64 * 1024
 
 
 class FleetCollector:
@@ -201,7 +204,10 @@ class FleetCollector:
         started = time.monotonic()
         try:
             body = await fetch(client, cfg, self.max_bytes)
-            snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+            if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
+                snap = decode(body, cfg.kind, self.max_depth)
+            else:
+                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:
