@@ -108,7 +108,8 @@ def _worker_tally(workers: list[dict[str, Any]]) -> tuple[dict[str, int], dict[s
     for w in workers:
         state = w["state"] if w["state"] in by_state else IDLE
         by_state[state] += 1
-        gpu_states.setdefault(w["gpu_ordinal"], set()).add(state)
+        ordinal = w["gpu_ordinal"] if isinstance(w["gpu_ordinal"], (int, str)) else None
+        gpu_states.setdefault(ordinal, set()).add(state)
     gpus = {PROVING: 0, IDLE: 0, ERROR: 0}
     for states in gpu_states.values():
         gpus[ERROR if ERROR in states else PROVING if PROVING in states else IDLE] += 1
