@@ -7,6 +7,7 @@ import time
 import pytest
 
 from gpu_engine import wire
+from gpu_engine.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
 from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer
@@ -78,7 +79,7 @@ def test_a_good_snapshot_carries_the_source_block_and_keeps_the_data(collect, se
     snap = wait_until(lambda: (s := wire.default_cache().get(wire.snapshot_key("src-good"))) and
                       s["source"]["state"] == "online" and s, 10, "online")
     assert snap["engine_id"] == "src-good"
-    assert {"kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms"} <= snap["source"].keys()
+    assert set(SOURCE_KEYS) <= snap["source"].keys()
     assert snap["source"]["kind"] == "cuzk" and snap["source"]["transport"] == "http"
     assert snap["source"]["error"] is None and snap["source"]["poll_ms"] > 0
     assert snap["source"]["target"] == servers["fixture"].url + "/status"
