@@ -30,6 +30,7 @@ from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_cli
 log = logging.getLogger(__name__)
 
 TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
+PRUNE_EVERY_SECS = 3600.0
 SEND_TIMEOUT_SECS = 5.0
 # Answers up to this size are decoded on the collector's own loop; larger ones in its thread pool.
 INLINE_DECODE_BYTES = 64 * 1024
@@ -40,8 +41,14 @@ class FleetCollector:
 
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
                  channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
-                 record_state_change: Callable[..., None] | None = None, threads: int = 4) -> None:
+                 record_state_change: Callable[..., None] | None = None, threads: int = 4,
+                 event_retention_days: float | None = None) -> None:
         self.reload_secs = reload_secs
+        # Kept state changes older than this are pruned hourly (0: never); no pruning without the table.
+        if event_retention_days is None:
+            event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
+        self.event_retention_days = event_retention_days
+        self._next_prune = 0.0
         self.max_bytes = max_bytes
         self.max_depth = max_depth
         self._layer = channel_layer
@@ -143,6 +150,9 @@ class FleetCollector:
         if self.reloads == 0:
             await self._in_thread(tls_context)  # loading the CA bundle once, off the loop
         self.reloads += 1
+        if self.event_retention_days and time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + PRUNE_EVERY_SECS
+            self._writer.submit(self._prune_safely)
         wanted = {cfg.name: cfg for cfg in configs}
         for name in [n for n in self._tasks if n not in wanted]:
             await self._drop(name, forget=True)
@@ -275,6 +285,12 @@ class FleetCollector:
             self.send_errors += 1
             log.warning("fleet: a snapshot send failed: %r", future.exception())
 
+    def _prune_safely(self) -> None:
+        try:
+            source_table.prune_events(self.event_retention_days)
+        except Exception:  # an old row left for the next hour must not stop the collector
+            log.exception("fleet: pruning old state changes failed")
+
     def _record_safely(self, *args: Any) -> None:
         try:
             self._record(*args)
@@ -283,6 +299,12 @@ class FleetCollector:
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+
+def _setting(name: str, default: float) -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, name, default))
 
 
 def _ms(started: float) -> float:
