@@ -14,11 +14,8 @@ from collections import deque
 from typing import Any
 
 from gpu_engine.vocabulary import (CONSISTENCY_PROBLEMS, ERROR, IDLE, PHASES, PROVING, SOURCE_DOWN_STATES,
-                                   SOURCE_ONLINE, SOURCE_STATES, SOURCE_UNREACHABLE)
+                                   SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES, SOURCE_UNREACHABLE)
 
-ENGINE_STALE = "stale"          # a local engine whose heartbeat expired (no source object)
-
-SOURCE_KIND_LABELS = {"cuzk": "cuzk", "vastmanager": "vastmanager"}
 CONSISTENCY_SHOWN = 8           # warnings listed per engine; the rest are counted
 OTHER_PHASE = "other"           # partitions in a state outside PHASES (a foreign engine's)
 # More engines than this and the page starts with every engine collapsed to its summary row.
@@ -48,7 +45,7 @@ def source_context(snap: dict[str, Any]) -> dict[str, Any] | None:
     kind = str(src.get("kind") or "")
     return {
         "kind": kind,
-        "kind_label": SOURCE_KIND_LABELS.get(kind, kind),
+        "kind_label": kind,  # source kinds are shown by their names (`cuzk`, `vastmanager`)
         "transport": str(src.get("transport") or ""),
         "state": state,
         "state_class": state if state in SOURCE_STATES else "unknown",
@@ -111,7 +108,8 @@ def _worker_tally(workers: list[dict[str, Any]]) -> tuple[dict[str, int], dict[s
     for w in workers:
         state = w["state"] if w["state"] in by_state else IDLE
         by_state[state] += 1
-        gpu_states.setdefault(w["gpu_ordinal"], set()).add(state)
+        ordinal = w["gpu_ordinal"] if isinstance(w["gpu_ordinal"], (int, str)) else None
+        gpu_states.setdefault(ordinal, set()).add(state)
     gpus = {PROVING: 0, IDLE: 0, ERROR: 0}
     for states in gpu_states.values():
         gpus[ERROR if ERROR in states else PROVING if PROVING in states else IDLE] += 1
@@ -121,7 +119,7 @@ def _worker_tally(workers: list[dict[str, Any]]) -> tuple[dict[str, int], dict[s
 def engine_tally(ctx: dict[str, Any]) -> dict[str, Any]:
     """The numbers this engine adds to the fleet summary (from its engine context)."""
     src = ctx["source"]
-    state = src["state"] if src else (SOURCE_ONLINE if ctx["online"] else ENGINE_STALE)
+    state = src["state"] if src else (SOURCE_ONLINE if ctx["online"] else SOURCE_STALE)
     workers, gpus = _worker_tally(ctx["workers"])
     phases = {p: 0 for p in (*PHASES, OTHER_PHASE)}
     for pipe in ctx["pipelines"]:

@@ -152,8 +152,10 @@ async def encoded_snapshot_frame_async(engine_id: str, seq: int, snapshot_json: 
     """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built around
     the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML; off the
     event loop, one build shared by every client waiting for it."""
-    return await _off_loop((engine_id, seq, with_html),
-                           _encoded_frame_builder(engine_id, seq, snapshot_json, with_html))
+    build = _encoded_frame_builder(engine_id, seq, snapshot_json, with_html)
+    if not with_html:  # a string concatenation: cheaper than the hop to the render thread
+        return frame_cache.get_or_build((engine_id, seq, with_html), build)
+    return await _off_loop((engine_id, seq, with_html), build)
 
 
 # -- context ------------------------------------------------------------------------------------

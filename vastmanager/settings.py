@@ -131,6 +131,8 @@ VASTMANAGER_TOKEN = env_str("VASTMANAGER_TOKEN")
 VASTMANAGER_STATUS_TOKEN = env_str("VASTMANAGER_STATUS_TOKEN")
 # Seconds between re-reads of the fleet's Source table by the collector (added/edited/removed sources).
 FLEET_RELOAD_SECS = env_float("FLEET_RELOAD_SECS", 2.0)
+# Days the fleet's kept state changes (SourceEvent) are kept; pruned hourly by the collector (0: forever).
+FLEET_EVENT_RETENTION_DAYS = env_float("FLEET_EVENT_RETENTION_DAYS", 30.0)
 # Seconds finished jobs stay in the live view.
 TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
 # Publisher heartbeat; the cache TTL of a snapshot is two heartbeats (liveness).

@@ -137,7 +137,9 @@
         if (old) old.replaceWith(r);
         st.regions.set(name, html);
       });
-      ["seq", "publishedAt", "heartbeatSecs", "tally"].forEach(function (k) { oldBody.dataset[k] = body.dataset[k]; });
+      ["seq", "publishedAt", "heartbeatSecs", "tally", "fleetSource"].forEach(function (k) {
+        if (body.dataset[k] === undefined) delete oldBody.dataset[k]; else oldBody.dataset[k] = body.dataset[k];
+      });
       oldBody.className = body.className;
       body = oldBody;
     }

@@ -5,7 +5,8 @@ one thread, so nothing a source does (hang, flood, garbage) can hold the web ser
 snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
 the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
-depth cap. JSON decoding, the adapter and every database call run in a small thread pool. The
+depth cap. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
+small thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
 """
@@ -24,12 +25,15 @@ from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
-from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client
+from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
 
 log = logging.getLogger(__name__)
 
 TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
+PRUNE_EVERY_SECS = 3600.0
 SEND_TIMEOUT_SECS = 5.0
+# Answers up to this size are decoded on the collector's own loop; larger ones in its thread pool.
+INLINE_DECODE_BYTES = 64 * 1024
 
 
 class FleetCollector:
@@ -37,8 +41,14 @@ class FleetCollector:
 
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
                  channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
-                 record_state_change: Callable[..., None] | None = None, threads: int = 4) -> None:
+                 record_state_change: Callable[..., None] | None = None, threads: int = 4,
+                 event_retention_days: float | None = None) -> None:
         self.reload_secs = reload_secs
+        # Kept state changes older than this are pruned hourly (0: never); no pruning without the table.
+        if event_retention_days is None:
+            event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
+        self.event_retention_days = event_retention_days
+        self._next_prune = 0.0
         self.max_bytes = max_bytes
         self.max_depth = max_depth
         self._layer = channel_layer
@@ -46,6 +56,8 @@ class FleetCollector:
         self._load = load_sources or source_table.load_sources
         self._record = record_state_change or source_table.record_state_change
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
+        # State changes and pinned keys are written by one thread, so they land in the order they happened.
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -94,6 +106,7 @@ class FleetCollector:
         if thread is not None:
             thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._writer.shutdown(wait=True)  # the last state changes are kept
 
     @property
     def running(self) -> bool:
@@ -134,7 +147,12 @@ class FleetCollector:
         except Exception:  # a database hiccup keeps the sources already running
             log.exception("fleet: reading the source table failed")
             return
+        if self.reloads == 0:
+            await self._in_thread(tls_context)  # loading the CA bundle once, off the loop
         self.reloads += 1
+        if self.event_retention_days and time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + PRUNE_EVERY_SECS
+            self._writer.submit(self._prune_safely)
         wanted = {cfg.name: cfg for cfg in configs}
         for name in [n for n in self._tasks if n not in wanted]:
             await self._drop(name, forget=True)
@@ -152,7 +170,7 @@ class FleetCollector:
 
     def _launch(self, cfg: SourceConfig) -> None:
         def on_pin(key: str) -> None:
-            self._executor.submit(source_table.pin_host_key, cfg.id, key)
+            self._writer.submit(source_table.pin_host_key, cfg.id, key)
 
         client = make_client(cfg, on_pin)
         self._clients[cfg.name] = client
@@ -196,7 +214,10 @@ class FleetCollector:
         started = time.monotonic()
         try:
             body = await fetch(client, cfg, self.max_bytes)
-            snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+            if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
+                snap = decode(body, cfg.kind, self.max_depth)
+            else:
+                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:
@@ -226,7 +247,7 @@ class FleetCollector:
         state.published_state = current
         state.last_publish = time.monotonic()
         if previous != current:
-            self._executor.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
+            self._writer.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
                                   current[0], current[1], source["error"] or "", time.time())
         try:
             await self._in_thread(self._store, snap)
@@ -264,6 +285,12 @@ class FleetCollector:
             self.send_errors += 1
             log.warning("fleet: a snapshot send failed: %r", future.exception())
 
+    def _prune_safely(self) -> None:
+        try:
+            source_table.prune_events(self.event_retention_days)
+        except Exception:  # an old row left for the next hour must not stop the collector
+            log.exception("fleet: pruning old state changes failed")
+
     def _record_safely(self, *args: Any) -> None:
         try:
             self._record(*args)
@@ -272,6 +299,12 @@ class FleetCollector:
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+
+def _setting(name: str, default: float) -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, name, default))
 
 
 def _ms(started: float) -> float:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from django import forms
 from django.core.exceptions import ValidationError
 
+from gpu_engine import runtime, wire
 from gpu_engine.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
 from gpu_engine.wire import validate_engine_id
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
@@ -56,6 +57,15 @@ def _port(raw: str, what: str) -> int:
     return int(raw)
 
 
+def _is_local_engine(name: str) -> bool:
+    """Whether an engine publishing itself (this process's, or one sharing the cache) is called `name`:
+    a source of the same name would overwrite its snapshots."""
+    if runtime.local_engine_id() == name:
+        return True
+    snap = wire.default_cache().get(wire.snapshot_key(name))
+    return isinstance(snap, dict) and not isinstance(snap.get("source"), dict)
+
+
 class SourceForm(forms.ModelForm):
     token = forms.CharField(required=False, strip=True, max_length=512,
                             widget=forms.PasswordInput(render_value=False),
@@ -81,9 +91,13 @@ class SourceForm(forms.ModelForm):
             raise ValidationError("name: 1-64 letters, digits and . _ : @ - (it becomes the engine id), "
                                   f"got {name!r}")
         try:
-            return validate_engine_id(name)
+            validate_engine_id(name)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
+        if _is_local_engine(name):
+            raise ValidationError(f"{name!r} is the id of an engine that publishes itself here; "
+                                  "a source needs a name of its own")
+        return name
 
     def clean_interval_secs(self) -> float:
         value = self.cleaned_data.get("interval_secs")

@@ -6,7 +6,7 @@ connection when done, so a thread pool holds no connection between polls.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from django.db import connection
 
@@ -56,5 +56,17 @@ def pin_host_key(source_id: int, key: str) -> None:
     try:
         Source.objects.filter(id=source_id, ssh_host_key="").update(ssh_host_key=key)
         log.info("fleet source %s: ssh host key pinned on first use", source_id)
+    finally:
+        connection.close()
+
+
+def prune_events(days: float, now: datetime | None = None) -> int:
+    """Drop state changes older than `days` (a source that flaps all day writes thousands); how many."""
+    from statuspanel.models import SourceEvent
+
+    horizon = (now or datetime.now(timezone.utc)) - timedelta(days=days)
+    try:
+        deleted, _ = SourceEvent.objects.filter(at__lt=horizon).delete()
+        return deleted
     finally:
         connection.close()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
+import ssl
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,7 +207,15 @@ class SshTransport(httpx.AsyncBaseTransport):
 
 
 # ---- the client and one fetch -------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every source: loading the CA bundle takes about 0.1 s, which
+    each new client would otherwise pay (on the collector's loop, 100 sources: 10 s)."""
+    return httpx.create_ssl_context()
+
+
 def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> httpx.AsyncClient:
+    """A source's client. Call tls_context() once off the loop first (the collector does)."""
     timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
     headers = {"Accept": "application/json", "User-Agent": "vastmanager-fleet"}
     if cfg.token:
@@ -215,7 +225,7 @@ def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None =
                                  follow_redirects=False, trust_env=False)
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     return httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits, follow_redirects=False,
-                             trust_env=False)
+                             trust_env=False, verify=tls_context())
 
 
 async def fetch(client: httpx.AsyncClient, cfg: SourceConfig, max_bytes: int = MAX_BYTES) -> bytes:

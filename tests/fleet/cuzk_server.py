@@ -12,6 +12,7 @@ It answers `GET /status` (and `/`) the way a cuzk daemon does, with the fixture 
   flood      the same 50 MiB without a Content-Length (ends when the connection closes)
   hang       accepts the connection, reads the request and never answers
   unauthorized  401 with a JSON error (also what every mode answers without --token's bearer token)
+  forbidden  403 with a JSON error
   deep       200 with JSON nested 100,000 levels deep
 
 In a test: `with CuzkServer("fixture") as server: server.url`; `server.mode = "html"` switches live.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import select
 import socket
 import sys
 import threading
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cuzk-status-snapdeals.json"
-MODES = ("fixture", "race", "html", "truncated", "huge", "flood", "hang", "unauthorized", "deep")
+MODES = ("fixture", "race", "html", "truncated", "huge", "flood", "hang", "unauthorized", "forbidden", "deep")
 HUGE_BYTES = 50 * 1024 * 1024
 RACE_JOB = "ps-snap-1000-42-7"
 
@@ -140,6 +142,9 @@ class CuzkServer:
         self.freeze_step = freeze_step
         self.started = time.monotonic()
         self.requests = 0
+        self.in_flight = 0            # requests being answered now (hang mode holds them)
+        self.max_in_flight = 0
+        self._count_lock = threading.Lock()
         self._steps = race_steps(self.doc)
         self._stopping = threading.Event()
         self._httpd = _Server((host, port), self._handler())
@@ -175,6 +180,8 @@ class CuzkServer:
             return 200, "application/json", full[: len(full) // 2]
         if self.mode == "deep":
             return 200, "application/json", deep_json()
+        if self.mode == "forbidden":
+            return 403, "application/json", b'{"error": "forbidden"}'
         return 401, "application/json", b'{"error": "unauthorized"}'
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -187,20 +194,42 @@ class CuzkServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
-                server.requests += 1
+                with server._count_lock:
+                    server.requests += 1
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with server._count_lock:
+                        server.in_flight -= 1
+
+            def _answer(self) -> None:
                 if self.path.split("?")[0] not in ("/status", "/"):
                     return self._send(404, "application/json", b'{"error": "not found"}')
                 if server.token is not None and self.headers.get("Authorization") != f"Bearer {server.token}":
                     return self._send(401, "application/json", b'{"error": "unauthorized"}')
                 mode = server.mode
-                if mode == "hang":
-                    while not server._stopping.wait(0.5):
+                if mode == "hang":  # never answer; notice when the client gives up and closes
+                    while not server._stopping.is_set() and not self._client_gone():
                         pass
                     self.close_connection = True
                     return None
                 if mode in ("huge", "flood"):
                     return self._huge(announce=mode == "huge")
                 return self._send(*server.body())
+
+            def _client_gone(self) -> bool:
+                readable, _, _ = select.select([self.connection], [], [], 0.2)
+                if not readable:
+                    return False
+                try:
+                    pending = self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    return True
+                if pending:  # the client sent more (left unread): not gone, and no busy loop
+                    time.sleep(0.2)
+                return pending == b""
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)

@@ -139,7 +139,7 @@ def fifty(tmp_path):
                           for i, s in enumerate(servers)])
         try:
             dash.start()
-            yield dash.base
+            yield dash
         except Exception:
             print(dash.tail())
             raise
@@ -150,7 +150,8 @@ ROW_HEIGHTS = """() => Array.from(document.querySelectorAll('#engines > section.
 
 
 def test_fifty_engines_start_collapsed_to_their_rows(fifty, panel_login):
-    base = fifty
+    dash = fifty
+    base = dash.base
     page = panel_login(base, TOKEN, width=1400, height=1000)
     page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
     page.wait_for_function(f"() => document.querySelector('[data-sum=online]').textContent === '{FIFTY}'",
@@ -183,4 +184,17 @@ def test_fifty_engines_start_collapsed_to_their_rows(fifty, panel_login):
     page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
     assert page.locator("#engines > section.engine.collapsed").count() == FIFTY - 1
     assert "collapsed" not in page.locator('section.engine[data-engine-id="gpu-30"]').get_attribute("class").split()
+    # Without JavaScript nothing can be opened, so nothing is hidden.
+    nojs = panel_login(base, TOKEN, javascript=False)
+    assert nojs.locator("#engines [data-region=workers]:visible").count() == FIFTY
+    # A source added while the page is open arrives live, collapsed like the rest (it never was chosen).
+    with CuzkServer("fixture") as late:
+        dash.add_sources([["gpu-late", "--kind", "cuzk", "--url", late.url, "--interval", "1.5"]])
+        page.wait_for_selector('section.engine[data-engine-id="gpu-late"] [data-source-state="online"]',
+                               timeout=30_000)
+        assert "collapsed" in page.locator('section.engine[data-engine-id="gpu-late"]').get_attribute("class").split()
+        ids = page.eval_on_selector_all("#engines > section.engine", "ss => ss.map(s => s.dataset.engineId)")
+        assert ids == sorted(ids) and ids[-1] == "gpu-late"
+        page.wait_for_function(f"() => document.querySelector('[data-sum=engines]').textContent === '{FIFTY + 1}'",
+                               timeout=10_000)
     assert page.js_errors == []

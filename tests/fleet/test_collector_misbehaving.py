@@ -7,6 +7,7 @@ import time
 import pytest
 
 from gpu_engine import wire
+from gpu_engine.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
 from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer
@@ -21,6 +22,7 @@ EXPECTED = {
     "deep": ("malformed", "too-deep"),
     "hang": ("unreachable", "timeout"),
     "unauthorized": ("unreachable", "unauthorized"),
+    "forbidden": ("unreachable", "forbidden"),
 }
 
 
@@ -77,7 +79,7 @@ def test_a_good_snapshot_carries_the_source_block_and_keeps_the_data(collect, se
     snap = wait_until(lambda: (s := wire.default_cache().get(wire.snapshot_key("src-good"))) and
                       s["source"]["state"] == "online" and s, 10, "online")
     assert snap["engine_id"] == "src-good"
-    assert {"kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms"} <= snap["source"].keys()
+    assert set(SOURCE_KEYS) <= snap["source"].keys()
     assert snap["source"]["kind"] == "cuzk" and snap["source"]["transport"] == "http"
     assert snap["source"]["error"] is None and snap["source"]["poll_ms"] > 0
     assert snap["source"]["target"] == servers["fixture"].url + "/status"
@@ -86,3 +88,10 @@ def test_a_good_snapshot_carries_the_source_block_and_keeps_the_data(collect, se
     assert "src-good" in wire.known_engines()
     seq = snap["seq"]
     wait_until(lambda: wire.default_cache().get(wire.snapshot_key("src-good"))["seq"] > seq, 5, "a newer seq")
+
+
+def test_one_request_in_flight_per_source_even_when_it_hangs(collect) -> None:
+    with CuzkServer("hang") as server:
+        collect([_cfg(1, "src-hang", server.url)])
+        wait_until(lambda: server.requests >= 3, 15, "three polls of the hanging source")
+        assert server.max_in_flight == 1   # the next poll only after the previous one gave up

@@ -60,3 +60,20 @@ def test_state_changes_are_kept_and_outlive_the_source(collector) -> None:
     call_command("removesource", "box-c")
     kept = SourceEvent.objects.filter(source_name="box-c")
     assert kept.count() == 2 and all(e.source_id is None for e in kept)  # "when did box-c drop": still known
+
+
+def test_old_state_changes_are_pruned(clean_panel_cache) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    for days in (40, 31, 1):
+        SourceEvent.objects.create(source_name="old-box", at=now - timedelta(days=days), state="unreachable")
+    collector = FleetCollector(reload_secs=0.2, event_retention_days=30).start()
+    try:
+        wait_until(lambda: SourceEvent.objects.count() == 1, 10, "events past 30 days pruned")
+    finally:
+        collector.stop()
+    assert SourceEvent.objects.get().at > now - timedelta(days=2)
+    assert FleetCollector(load_sources=list).event_retention_days == 0  # no table, nothing to prune

@@ -115,3 +115,21 @@ def test_the_commands_exit_non_zero_from_the_shell(tmp_path) -> None:
     done = subprocess.run([sys.executable, str(root / "manage.py"), "addsource", "x", "--kind", "cuzk", "--url",
                            "gopher://h"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "http:// or https://" in done.stderr
+
+
+def test_a_source_cannot_take_the_name_of_an_engine_publishing_itself(clean_panel_cache) -> None:
+    from django.core.cache import cache
+
+    from gpu_engine import runtime, wire
+    from tests.panel.helpers import busy_tracker
+
+    wire.store_snapshot(cache, {"engine_id": "gpu-host-1", "seq": 1}, 2.0)
+    with pytest.raises(CommandError, match="publishes itself"):
+        call_command("addsource", "gpu-host-1", "--kind", "cuzk", "--url", "http://h:1")
+    runtime.set_local_tracker(busy_tracker(), "this-engine")
+    try:
+        with pytest.raises(CommandError, match="publishes itself"):
+            call_command("addsource", "this-engine", "--kind", "cuzk", "--url", "http://h:1")
+    finally:
+        runtime.set_local_tracker(None)
+    assert not Source.objects.exists()

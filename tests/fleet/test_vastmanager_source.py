@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from gpu_engine import runtime, wire
+from gpu_engine.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
 from tests.credentials import TOKEN
 from tests.fleet.conftest import wait_until
@@ -68,7 +69,7 @@ def test_the_fleet_api_lists_local_and_remote_engines(collect, remote, client) -
     assert set(engines) == {"our-box", "remote-engine-7"}  # the remote one, and this process's own engine
     assert engines["remote-engine-7"]["source"]["transport"] == "local"
     for engine in engines.values():
-        assert {"kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms"} <= engine["source"].keys()
+        assert set(SOURCE_KEYS) <= engine["source"].keys()
         assert engine["consistency"] == []
     summary = body["summary"]
     assert summary["engines_total"] == 2 and summary["engines_online"] == 2 and summary["sources_failing"] == 0
@@ -76,3 +77,8 @@ def test_the_fleet_api_lists_local_and_remote_engines(collect, remote, client) -
     assert STATUS_TOKEN not in response.content.decode()
     assert client.get("/api/fleet").status_code == 401
     assert client.post("/api/fleet", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 405
+
+
+def test_a_source_config_never_shows_its_token() -> None:
+    cfg = _cfg("http://h:1", STATUS_TOKEN)
+    assert STATUS_TOKEN not in repr(cfg) and STATUS_TOKEN not in str(cfg)

@@ -118,6 +118,8 @@ def test_cuzk_only_fields_of_wrong_type_are_left_out_not_fatal():
     snap = cuzk_engine("box-odd")
     snap.update(allocations={"srs": "x", "pce": [None, {"bytes": "many"}]}, buffers={"a": "b", "c": True},
                 consistency=[None, {"partition": [1]}], source={"state": 5})
+    snap["gpu_workers"][0]["gpu_ordinal"] = [0]
+    snap["pipelines"][0]["partitions"][0]["index"] = {"x": 1}
     markup = render_engine(snap)
     assert 'data-region="header"' in markup and "src-unknown" in markup
 

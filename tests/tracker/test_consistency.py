@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpu_engine.tracker import StatusTracker
 from gpu_engine.tracker.consistency import check_consistency
+from gpu_engine.vocabulary import CONSISTENCY_KEYS
 from tests.fleet.cuzk_server import RACE_JOB, load_fixture, race_steps
 
 
@@ -29,6 +30,7 @@ def test_the_race_names_each_partition_in_gpu_with_an_idle_worker() -> None:
     assert [(p["job_id"], p["partition"], p["problem"]) for p in race] == [
         (RACE_JOB, 5, "no-worker"), (RACE_JOB, 6, "no-worker")]
     assert race[0]["worker_id"] is None        # cuzk's partitions do not name their worker
+    assert all(set(CONSISTENCY_KEYS) <= p.keys() for p in race)
     assert "no worker is proving it" in race[0]["message"]
 
 
