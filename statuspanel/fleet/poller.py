@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from gpu_engine.vocabulary import (SOURCE_MALFORMED, SOURCE_ONLINE, SOURCE_STALE, SOURCE_UNREACHABLE,
                                    STALE_INTERVALS)
 from statuspanel.fleet.cuzk import adapt_cuzk
-from statuspanel.fleet.shape import Malformed, json_depth_ok
+from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
 
 MAX_DEPTH = 64
@@ -28,6 +28,8 @@ BACKOFF_MAX_SECS = 30.0
 
 def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
     """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed."""
+    if nesting_depth(body) > max_depth:  # before parsing: the parser's recursion must stay shallow
+        raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep")
     try:
         doc = json.loads(body)
     except RecursionError:
@@ -36,8 +38,6 @@ def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]
         head = body.lstrip()[:1]
         what = "HTML or XML" if head == b"<" else "not JSON"
         raise Malformed(f"not JSON: the answer is {what} ({str(exc)[:120]})", reason="not-json") from None
-    if not json_depth_ok(doc, max_depth):
-        raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep")
     snap = adapt_cuzk(doc)  # our own snapshot is a superset of cuzk's: one rule set reads both
     if kind == "vastmanager":
         for extra in ("allocations", "buffers"):
