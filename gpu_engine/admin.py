@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from gpu_engine import formatting, queue
 from gpu_engine.circom import registry
 from gpu_engine.circom.forms import CircuitForm
-from gpu_engine.kinds import kind_label
+from gpu_engine.kinds import PROOF_KINDS, kind_label
 from gpu_engine.models import Circuit, EngineHost, JobStatus, PartitionRun, ProofJob
 
 
@@ -28,6 +28,21 @@ def _bundle_response(payload: dict, filename: str) -> HttpResponse:
 
 def _safe_filename(job_id: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in job_id)
+
+
+class KindFilter(admin.SimpleListFilter):
+    """Built-in kinds and registered circuits, by their full labels (the field's choices know only
+    the built-in ones)."""
+
+    title = "kind"
+    parameter_name = "proof_kind__exact"
+
+    def lookups(self, request: HttpRequest, model_admin):
+        builtin = [(k.name, k.label) for k in PROOF_KINDS.values()]
+        return builtin + list(Circuit.objects.order_by("name").values_list("name", "label"))
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(proof_kind=self.value()) if self.value() else queryset
 
 
 class PartitionRunInline(admin.TabularInline):
@@ -47,7 +62,7 @@ class PartitionRunInline(admin.TabularInline):
 class ProofJobAdmin(admin.ModelAdmin):
     list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
                     "finished_at", "verified")
-    list_filter = ("proof_kind", "status", "claimed_by", "submitted_at", "finished_at")
+    list_filter = (KindFilter, "status", "claimed_by", "submitted_at", "finished_at")
     search_fields = ("job_id",)
     date_hierarchy = "submitted_at"
     ordering = ("-submitted_at",)

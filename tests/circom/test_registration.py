@@ -123,3 +123,15 @@ def test_an_r1cs_with_other_coefficients_is_refused(multiplier_circuit, tmp_path
     other.write_bytes(replace(raw, 2, bytes(body)))
     with pytest.raises(CommandError, match="r1cs: not the circuit of the zkey: matrix A differs .* constraint 0"):
         call_command("addcircuit", "m", "--zkey", str(multiplier_circuit.zkey), "--r1cs", str(other))
+
+
+def test_job_admin_filters_and_labels_circuit_jobs(client, multiplier_circuit):
+    from tests.circom.registered import post_job
+
+    register(multiplier_circuit, "mult", label="Multiplier chain (64 links)")
+    post_job(client, {"proof_kind": "mult", "job_id": "admin-circuit-job", "inputs": [{"a": "1", "b": "2"}]})
+    client.force_login(get_user_model().objects.create_superuser("root", "r@example.invalid", "pw-test-only"))
+    body = client.get("/admin/gpu_engine/proofjob/?proof_kind__exact=mult").content.decode()
+    assert "admin-circuit-job" in body and "Multiplier chain (64 links)" in body
+    assert "admin-circuit-job" not in client.get("/admin/gpu_engine/proofjob/?proof_kind__exact=porep-c2"
+                                                 ).content.decode()
