@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from gpu_engine import formatting, queue, validation
 from gpu_engine.circom import registry
 from gpu_engine.circom.forms import CircuitForm
-from gpu_engine.kinds import get_kind, kind_label
+from gpu_engine.kinds import PROOF_KINDS, get_kind, kind_label
 from gpu_engine.models import KIND_CHOICES, Circuit, EngineHost, JobStatus, PartitionRun, ProofJob
 
 
@@ -64,7 +64,23 @@ class ProofJobAddForm(ProofJobForm):
         return self._checked("job_id", validation.validate_job_id)
 
     def clean_proof_kind(self) -> object:
-        return self._checked("proof_kind", lambda v: validation.validate_kind(v, circuits=True))
+        # A circuit's job carries its witnesses or inputs: it comes through the API or the command line.
+        return self._checked("proof_kind", validation.validate_kind)
+
+
+class KindFilter(admin.SimpleListFilter):
+    """Built-in kinds and registered circuits, by their full labels (the field's choices know only
+    the built-in ones)."""
+
+    title = "kind"
+    parameter_name = "proof_kind__exact"
+
+    def lookups(self, request: HttpRequest, model_admin):
+        builtin = [(k.name, k.label) for k in PROOF_KINDS.values()]
+        return builtin + list(Circuit.objects.order_by("name").values_list("name", "label"))
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(proof_kind=self.value()) if self.value() else queryset
 
 
 class PartitionRunInline(admin.TabularInline):
@@ -85,7 +101,7 @@ class ProofJobAdmin(admin.ModelAdmin):
     form = ProofJobForm
     list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
                     "finished_at", "verified")
-    list_filter = ("proof_kind", "status", "claimed_by", "submitted_at", "finished_at")
+    list_filter = (KindFilter, "status", "claimed_by", "submitted_at", "finished_at")
     search_fields = ("job_id",)
     date_hierarchy = "submitted_at"
     ordering = ("-submitted_at",)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpu_engine.circom.keycache import load_key
 from gpu_engine.circom.prover import CircuitKey, CircuitWitness, make_witness, prove_device, prove_finalize
-from gpu_engine.circom.r1cs import R1cs, UnsatisfiedWitness, check_witness, read_r1cs
+from gpu_engine.circom.r1cs import R1cs, UnsatisfiedWitness, check_rows, read_r1cs
 from gpu_engine.circom.wtns import read_wtns
 from gpu_engine.groth16.verifier import verify_partition
 
@@ -84,11 +84,13 @@ def synthesize(ref: CircuitRef, job_id: str, index: int, item_path: str) -> Circ
     key = load(ref)
     try:
         values = witness_values(ref, key, item_path)
+        witness = make_witness(key, job_id, index, values, 0.0)
         if ref.r1cs_path:
-            check_witness(_r1cs(ref.r1cs_path), values)
+            check_rows(_r1cs(ref.r1cs_path), witness.a, witness.b, values)
     except (WitnessError, UnsatisfiedWitness, CircomFormatError) as exc:
         raise InvalidWitness(f"{type(exc).__name__}: {exc}") from None
-    return make_witness(key, job_id, index, values, (time.perf_counter() - t0) * 1000.0)
+    witness.synth_ms = (time.perf_counter() - t0) * 1000.0
+    return witness
 
 
 def partition_bytes(key: CircuitKey) -> int:

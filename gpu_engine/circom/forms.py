@@ -20,7 +20,7 @@ from django.db import transaction
 from gpu_engine.circom import registry, snarkjs_json
 from gpu_engine.circom.binfile import CircomFormatError
 from gpu_engine.circom.keycache import dump_key, write_key
-from gpu_engine.circom.r1cs import read_r1cs
+from gpu_engine.circom.r1cs import read_r1cs, same_ab
 from gpu_engine.circom.zkey import read_zkey
 from gpu_engine.groth16.field import R
 from gpu_engine.groth16.keys import VerifyingKey
@@ -106,6 +106,9 @@ class CircuitForm(forms.Form):
                 raise forms.ValidationError({"r1cs": (
                     f"r1cs ({r1cs.num_wires} wires, {r1cs.num_public} public, {r1cs.num_constraints} constraints) "
                     f"is not the circuit of the zkey ({h.num_vars}, {h.num_public}, {h.num_constraints})")})
+            differs = same_ab(r1cs, zkey.a_coeffs, zkey.b_coeffs)
+            if differs:
+                raise forms.ValidationError({"r1cs": f"not the circuit of the zkey: {differs}"})
         wasm_path, sym_path = self._stage("wasm"), self._stage("sym")
         data["_signals"] = {}
         if wasm_path is not None:

@@ -95,3 +95,33 @@ def check_witness(r1cs: R1cs, witness: list[int]) -> None:
     for k, (a, b, c) in enumerate(r1cs.constraints):
         if _dot(a, witness) * _dot(b, witness) % R != _dot(c, witness):
             raise UnsatisfiedWitness(f"the witness does not satisfy constraint {k} of {r1cs.num_constraints}")
+
+
+def check_rows(r1cs: R1cs, a: list[int], b: list[int], witness: list[int]) -> None:
+    """The same check with A.w and B.w already computed per row (the prover's row evaluations, from
+    the zkey's coefficients, which registration proved equal to the r1cs's A and B): only C.w is
+    computed here, a third of `check_witness`'s work."""
+    if len(witness) != r1cs.num_wires:
+        raise UnsatisfiedWitness(f"the witness has {len(witness)} values, the circuit {r1cs.num_wires} wires")
+    for k, (_, _, c) in enumerate(r1cs.constraints):
+        if a[k] * b[k] % R != _dot(c, witness):
+            raise UnsatisfiedWitness(f"the witness does not satisfy constraint {k} of {r1cs.num_constraints}")
+
+
+def same_ab(r1cs: R1cs, a_coeffs: list[tuple[int, int, int]], b_coeffs: list[tuple[int, int, int]]) -> str | None:
+    """None when the zkey's A and B (constraint rows) are the r1cs's, else what differs."""
+    for name, index, coeffs in (("A", 0, a_coeffs), ("B", 1, b_coeffs)):
+        ours: dict[tuple[int, int], int] = {}
+        for row, sig, v in coeffs:
+            if row < r1cs.num_constraints:
+                ours[(row, sig)] = (ours.get((row, sig), 0) + v) % R
+        theirs: dict[tuple[int, int], int] = {}
+        for k, lcs in enumerate(r1cs.constraints):
+            for sig, v in lcs[index]:
+                theirs[(k, sig)] = (theirs.get((k, sig), 0) + v) % R
+        ours = {k: v for k, v in ours.items() if v}
+        theirs = {k: v for k, v in theirs.items() if v}
+        if ours != theirs:
+            row = min(key[0] for key, _ in set(ours.items()) ^ set(theirs.items()))
+            return f"matrix {name} differs from the zkey's in constraint {row}"
+    return None

@@ -108,3 +108,30 @@ def test_admin_registers_with_the_same_rules(client, multiplier_circuit):
     change = client.get(f"/admin/gpu_engine/circuit/{c.pk}/change/")
     assert change.status_code == 200 and c.zkey_sha256 in change.content.decode()
     assert client.get("/admin/gpu_engine/circuit/").status_code == 200
+
+
+def test_an_r1cs_with_other_coefficients_is_refused(multiplier_circuit, tmp_path):
+    """Same counts, one coefficient changed: the r1cs is not the zkey's circuit (the witness check
+    reuses the zkey's A and B rows, so they must be the r1cs's)."""
+    from tests.circom.containers import replace, split
+
+    raw = multiplier_circuit.r1cs.read_bytes()
+    body = bytearray(dict(split(raw)[1])[2])
+    value = int.from_bytes(body[8:40], "little")  # the first A term of constraint 0
+    body[8:40] = (value + 1 if value < 1000 else 5).to_bytes(32, "little")
+    other = tmp_path / "other.r1cs"
+    other.write_bytes(replace(raw, 2, bytes(body)))
+    with pytest.raises(CommandError, match="r1cs: not the circuit of the zkey: matrix A differs .* constraint 0"):
+        call_command("addcircuit", "m", "--zkey", str(multiplier_circuit.zkey), "--r1cs", str(other))
+
+
+def test_job_admin_filters_and_labels_circuit_jobs(client, multiplier_circuit):
+    from tests.circom.registered import post_job
+
+    register(multiplier_circuit, "mult", label="Multiplier chain (64 links)")
+    post_job(client, {"proof_kind": "mult", "job_id": "admin-circuit-job", "inputs": [{"a": "1", "b": "2"}]})
+    client.force_login(get_user_model().objects.create_superuser("root", "r@example.invalid", "pw-test-only"))
+    body = client.get("/admin/gpu_engine/proofjob/?proof_kind__exact=mult").content.decode()
+    assert "admin-circuit-job" in body and "Multiplier chain (64 links)" in body
+    assert "admin-circuit-job" not in client.get("/admin/gpu_engine/proofjob/?proof_kind__exact=porep-c2"
+                                                 ).content.decode()

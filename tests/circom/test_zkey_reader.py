@@ -110,3 +110,37 @@ def test_trailing_bytes_and_truncation(zkey_bytes):
         read_zkey(zkey_bytes + b"\0")
     with pytest.raises(CircomFormatError, match="is truncated"):
         read_zkey(zkey_bytes[:-1])
+
+
+def test_another_prime_is_refused_as_unsupported(zkey_bytes):
+    _, sections = split(zkey_bytes)
+    header = bytearray(dict(sections)[2])
+    header[4] ^= 2  # the low byte of q
+    with pytest.raises(CircomFormatError, match=r"section 2 \(Groth16 header\): unsupported prime"):
+        read_zkey(replace(zkey_bytes, 2, bytes(header)))
+
+
+def test_a_corrupted_coefficient_that_still_reads_gives_a_proof_that_does_not_verify(multiplier_circuit, zkey_bytes,
+                                                                                      tmp_path):
+    """What a reader cannot see (a value still in the field) the verification of every proof does."""
+    import hashlib
+
+    from gpu_engine.backends.cpu import CpuBackend
+    from gpu_engine.circom import prover
+    from gpu_engine.circom.keycache import dump_key, load_key_bytes
+    from gpu_engine.groth16.verifier import verify_partition
+
+    _, sections = split(zkey_bytes)
+    coeffs = bytearray(dict(sections)[4])
+    coeffs[4 + 44 * 5 + 12] ^= 1  # the low byte of the 6th coefficient's value
+    corrupted = replace(zkey_bytes, 4, bytes(coeffs))
+    wtns = tools.wtns_calculate(multiplier_circuit, multiplier_circuit.sample_input(), tmp_path / "w.wtns")
+    values = read_wtns(wtns.read_bytes())
+    results = []
+    for raw in (zkey_bytes, corrupted):
+        digest = hashlib.sha256(raw).hexdigest()
+        key = load_key_bytes(dump_key(read_zkey(raw), digest), "m", digest)
+        witness = prover.make_witness(key, "j", 0, values, 0.0)
+        proof = prover.prove_finalize(key, witness, prover.prove_device(key, witness, CpuBackend()), CpuBackend())
+        results.append(verify_partition(key.vk, proof.public_inputs, proof.proof))
+    assert results == [True, False]

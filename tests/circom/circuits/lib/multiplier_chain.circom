@@ -17,3 +17,18 @@ template MultiplierChain(n) {
     }
     out <== x[n - 1];
 }
+
+// The plain chain x[i] = x[i-1] * b + i: B holds one signal, so the B MSMs are trivial (the
+// benchmark's `--chain scalar`, the shape of the simplest multiplier circuits).
+template ScalarMultiplierChain(n) {
+    signal input a;
+    signal input b;
+    signal output out;
+    signal x[n];
+
+    x[0] <== a * b;
+    for (var i = 1; i < n; i++) {
+        x[i] <== x[i - 1] * b + i;
+    }
+    out <== x[n - 1];
+}
