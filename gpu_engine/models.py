@@ -48,7 +48,8 @@ class ProofJob(models.Model):
     error = models.TextField(blank=True, default="")
     bundle = models.JSONField(null=True, blank=True, help_text="The proof bundle (exchange format).")
     verified = models.BooleanField(default=False)
-    vk_fingerprint = models.CharField(max_length=64, blank=True, default="",
+    # db_default too: rows written by plain SQL (benchmarks, an operator) get the column filled.
+    vk_fingerprint = models.CharField(max_length=64, blank=True, default="", db_default="",
                                       help_text="sha256 of the verifying key the bundle was proved under.")
     timings = models.JSONField(default=dict, blank=True, help_text="Per-phase totals and means in ms.")
 
@@ -116,7 +117,7 @@ class PartitionRun(models.Model):
     index = models.PositiveIntegerField()
     # The job's claim (ProofJob.attempts when this run's engine claimed it): a job re-proved after a
     # crash has rows from each claim, told apart by this; 0 for rows from before it was recorded.
-    attempt = models.PositiveIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=0, db_default=0)
     state = models.CharField(max_length=16, choices=PartitionState.choices)
     synth_ms = models.FloatField(null=True, blank=True)
     gpu_ms = models.FloatField(null=True, blank=True)

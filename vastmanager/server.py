@@ -7,7 +7,8 @@
 - WebSocket back-pressure: each connection's transport drives a `SendWindow` (backpressure.py) that
   the consumer reads from the scope; a client whose window stays closed longer than
   `WS_SLOW_CLIENT_SECS`, or that is written to past `WS_MAX_BUFFERED_BYTES` while closed, is dropped
-  with close code 4008. The `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
+  with close code 4008, as is one whose own messages pile up unread (MAX_QUEUED_BYTES). The
+  `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
 
@@ -16,7 +17,9 @@ below put the guarded ones in their place (the only seam Daphne offers short of 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+from functools import partial
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -34,6 +37,9 @@ from vastmanager.backpressure import EXTENSION, SendWindow
 log = logging.getLogger(__name__)
 
 CLOSE_TOO_SLOW = 4008
+# Bytes of one client's messages waiting for its consumer: a client sending faster than it is served
+# is dropped too (Daphne queues incoming messages without bound; the panel sends one every few seconds).
+MAX_QUEUED_BYTES = 1 << 20
 # After a refusal the client may still be sending the body: read and discard a little of it (so
 # it can read the answer instead of a reset), then cut the connection.
 LINGER_SECS = 2.0
@@ -156,6 +162,14 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
                 return
         super().sendData(data, sync, chopsize)
 
+    def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802
+        queue = getattr(self, "application_queue", None)
+        if isinstance(queue, MeteredQueue) and queue.queued_bytes + len(payload) > MAX_QUEUED_BYTES:
+            if not self.dropping:
+                self.drop_slow(f"more than {MAX_QUEUED_BYTES} bytes of its messages waiting to be read")
+            return
+        super().onMessage(payload, isBinary)
+
     def check_timeouts(self) -> None:
         super().check_timeouts()
         if not self.dropping and self.send_window.closed_for() > settings.WS_SLOW_CLIENT_SECS:
@@ -183,6 +197,29 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         super().handle_reply(message)
 
 
+class MeteredQueue(asyncio.Queue):
+    """An application's input queue that knows how many payload bytes wait in it."""
+
+    OVERHEAD = 64  # the message dict around a payload, roughly
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queued_bytes = 0
+
+    @classmethod
+    def _size(cls, message: dict[str, Any]) -> int:
+        return cls.OVERHEAD + len(message.get("text") or message.get("bytes") or b"")
+
+    def put_nowait(self, item: dict[str, Any]) -> None:
+        super().put_nowait(item)
+        self.queued_bytes += self._size(item)
+
+    def get_nowait(self) -> dict[str, Any]:  # Queue.get ends in get_nowait too
+        item = super().get_nowait()
+        self.queued_bytes -= self._size(item)
+        return item
+
+
 class GuardedServer(Server):
     """Daphne's server with the guarded HTTP and WebSocket factories."""
 
@@ -204,11 +241,20 @@ class GuardedServer(Server):
         self._ws_factory = factory
 
     def create_application(self, protocol: Any, scope: dict[str, Any]) -> Any:
-        if scope.get("type") == "websocket" and isinstance(protocol, GuardedWebSocketProtocol):
-            secure = interfaces.ISSLTransport.providedBy(protocol.transport)
-            scope.setdefault("scheme", "wss" if secure else "ws")
-            scope["extensions"] = {**(scope.get("extensions") or {}), EXTENSION: protocol.send_window}
-        return super().create_application(protocol, scope)
+        if scope.get("type") != "websocket" or not isinstance(protocol, GuardedWebSocketProtocol):
+            return super().create_application(protocol, scope)
+        secure = interfaces.ISSLTransport.providedBy(protocol.transport)
+        scope.setdefault("scheme", "wss" if secure else "ws")
+        scope["extensions"] = {**(scope.get("extensions") or {}), EXTENSION: protocol.send_window}
+        # Daphne's create_application with a metered input queue (it builds a plain one inline).
+        assert "application_instance" not in self.connections[protocol]
+        input_queue = MeteredQueue()
+        scope.setdefault("asgi", {"version": "3.0"})
+        instance = self.application(scope=scope, receive=input_queue.get, send=partial(self.handle_reply, protocol))
+        if protocol not in self.connections:
+            return None
+        self.connections[protocol]["application_instance"] = asyncio.ensure_future(instance)
+        return input_queue
 
 
 def build_server(application: Any, host: str, port: int, *, ready_callable: Callable[[], None] | None = None,

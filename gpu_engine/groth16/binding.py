@@ -60,7 +60,11 @@ def check_bundle(bundle: object, vk: VerifyingKey, *, scale: int = 1) -> BundleC
     elif named != fingerprint:
         check.mismatches.append(f"vk_fingerprint: the bundle names key {named}, the trusted {kind} key is "
                                 f"{fingerprint}")
-    if embedded.fingerprint() != fingerprint:
+    embedded_fingerprint = embedded.fingerprint()
+    if named is not None and embedded_fingerprint != named:  # the bundle contradicts itself
+        check.mismatches.append(f"vk: the embedded key ({embedded_fingerprint}) is not the key the bundle "
+                                f"names ({named})")
+    if embedded_fingerprint != fingerprint:
         check.notes.append("vk: the embedded key is not the trusted key (informative only: not used)")
     indices = {index for index, _, _ in parts}
     missing = sorted(set(range(spec.partitions)) - indices)

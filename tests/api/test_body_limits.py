@@ -53,6 +53,8 @@ def test_declared_300mb_post_is_refused_before_any_body(panel_server):
     sock.close()
     assert status == 413
     assert body["limit"] == SERVER_BODY_LIMIT and str(DECLARED) in body["error"]
+    # The server looked the limit up by the request's own path (the refusal is logged with it).
+    assert f"refused a request body over {SERVER_BODY_LIMIT} bytes for /healthz" in panel_server.log()
 
 
 def test_expect_continue_gets_413_instead_of_100(panel_server):

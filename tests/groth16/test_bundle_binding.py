@@ -80,12 +80,17 @@ def test_a_bundle_under_a_foreign_key_fails_even_with_that_key_inside(rogue, par
     assert check.notes == ["vk: the embedded key is not the trusted key (informative only: not used)"]
 
 
-def test_swapping_the_embedded_key_changes_nothing(bundle, rogue, params):
+def test_the_embedded_key_is_never_used_and_must_match_the_named_one(bundle, rogue, params):
     own, _ = rogue
     swapped = copy.deepcopy(bundle)
     swapped["vk"] = api.vk_json(own.vk)
     check = api.check_bundle(swapped, params.vk)
-    assert check.ok and check.notes == ["vk: the embedded key is not the trusted key (informative only: not used)"]
+    assert check.partitions == [(0, True)]  # verified against the trusted key, whatever the bundle carries
+    assert check.mismatches == [f"vk: the embedded key ({own.vk.fingerprint()}) is not the key the bundle names "
+                                f"({params.vk.fingerprint()})"]
+    assert check.notes == ["vk: the embedded key is not the trusted key (informative only: not used)"]
+    del swapped["vk_fingerprint"]  # a bundle from before fingerprints: nothing to contradict
+    assert api.check_bundle(swapped, params.vk).ok
 
 
 def test_a_bundle_from_before_fingerprints_gets_a_note(bundle, params):

@@ -97,10 +97,12 @@ def established(pid: int, port: int) -> int:
 
 
 def slow_client_run(pid: int, port: int, token: str, *, slow: int, seconds: float, fast: int = 3,
-                    warmup: float = 10.0, baseline: float = 10.0, settle: float = 10.0,
+                    warmup: float = 10.0, baseline: float = 10.0, settle: float = 10.0, waves: int = 1,
                     log=lambda line: None) -> dict[str, float]:
-    """Against a live server proving jobs: `fast` reading clients, then `slow` clients that never read
-    for `seconds`; the serving process's RSS (psutil) and the fast clients' frame rate throughout."""
+    """Against a live server proving jobs: `fast` reading clients, then `waves` times `slow` clients that
+    never read for `seconds` (each wave closed before the next); the serving process's RSS (psutil)
+    and the fast clients' frame rate throughout. A second wave that peaks no higher than the first
+    shows the first one's memory was given back for reuse when its clients left."""
     import psutil
 
     proc = psutil.Process(pid)
@@ -108,39 +110,37 @@ def slow_client_run(pid: int, port: int, token: str, *, slow: int, seconds: floa
     url = f"ws://127.0.0.1:{port}/ws/status/?token={token}"
     readers = [FrameCounter(url, origin).start() for _ in range(fast)]
     sockets: list[socket.socket] = []
+    figures: dict[str, float] = {}
     try:
         time.sleep(warmup)
-        rss_before = proc.memory_info().rss
+        figures["rss_before_mb"] = proc.memory_info().rss / 2**20
         base_start = time.monotonic()
         time.sleep(baseline)
-        base_end = time.monotonic()
-        for _ in range(slow):
-            sock, head = handshake(port, f"token={token}")
-            if not head.startswith(b"HTTP/1.1 101"):
-                raise AssertionError(f"slow client not admitted: {head[:200]!r}")
-            sockets.append(sock)
-        log(f"{slow} slow clients connected")
-        during_start = time.monotonic()
-        peak = rss_before
-        deadline = during_start + seconds
-        while time.monotonic() < deadline:
-            time.sleep(1.0)
-            peak = max(peak, proc.memory_info().rss)
-        during_end = time.monotonic()
-        rss_end = proc.memory_info().rss
-        still_connected = established(pid, port) - fast
-        for sock in sockets:
-            sock.close()
-        sockets.clear()
-        time.sleep(settle)
-        rss_after = proc.memory_info().rss
-        return {
-            "rss_before_mb": rss_before / 2**20, "rss_peak_mb": peak / 2**20, "rss_end_mb": rss_end / 2**20,
-            "rss_after_leave_mb": rss_after / 2**20,
-            "fast_rate_before": sum(r.rate(base_start, base_end) for r in readers) / fast,
-            "fast_rate_during": sum(r.rate(during_start, during_end) for r in readers) / fast,
-            "slow_still_connected": float(still_connected),
-        }
+        figures["fast_rate_before"] = sum(r.rate(base_start, time.monotonic()) for r in readers) / fast
+        for wave in range(1, waves + 1):
+            for _ in range(slow):
+                sock, head = handshake(port, f"token={token}")
+                if not head.startswith(b"HTTP/1.1 101"):
+                    raise AssertionError(f"slow client not admitted: {head[:200]!r}")
+                sockets.append(sock)
+            log(f"wave {wave}: {slow} slow clients connected")
+            during_start = time.monotonic()
+            peak = proc.memory_info().rss
+            while time.monotonic() < during_start + seconds:
+                time.sleep(1.0)
+                peak = max(peak, proc.memory_info().rss)
+            during_end = time.monotonic()
+            suffix = "" if wave == 1 else f"_{wave}"
+            figures[f"rss_peak_mb{suffix}"] = peak / 2**20
+            figures[f"rss_end_mb{suffix}"] = proc.memory_info().rss / 2**20
+            figures[f"fast_rate_during{suffix}"] = sum(r.rate(during_start, during_end) for r in readers) / fast
+            figures[f"slow_still_connected{suffix}"] = float(established(pid, port) - fast)
+            for sock in sockets:
+                sock.close()
+            sockets.clear()
+            time.sleep(settle)
+            figures[f"rss_after_leave_mb{suffix}"] = proc.memory_info().rss / 2**20
+        return figures
     finally:
         for sock in sockets:
             sock.close()

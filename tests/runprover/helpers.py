@@ -46,6 +46,15 @@ class Site:
         finally:
             conn.close()
 
+    def execute(self, sql: str, *params) -> None:
+        """A write straight into the site's database, around every entry point (as an operator's SQL would)."""
+        conn = sqlite3.connect(self.data_dir / "db.sqlite3", timeout=20)
+        try:
+            with conn:
+                conn.execute(sql, params)
+        finally:
+            conn.close()
+
     def status(self, job_id: str) -> str | None:
         rows = self.query("SELECT status FROM gpu_engine_proofjob WHERE job_id = ?", job_id)
         return rows[0][0] if rows else None
