@@ -109,10 +109,13 @@ def _published_at(text: str) -> float | None:
 async def client(url: str, on_frame: Callable[[str, float], None], counting: list[bool], ready: asyncio.Event,
                  errors: list[str]) -> None:
     """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting."""
+    from urllib.parse import urlsplit
+
     import websockets
 
+    origin = f"http://{urlsplit(url).netloc}"  # the page's own origin, port included (the server checks it)
     try:
-        async with websockets.connect(url, origin="http://127.0.0.1", max_size=None, open_timeout=60,
+        async with websockets.connect(url, origin=origin, max_size=None, open_timeout=60,
                                       ping_interval=None) as ws:
             ready.set()
             async for text in ws:

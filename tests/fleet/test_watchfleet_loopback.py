@@ -53,7 +53,7 @@ def _stream_carries_sources(dash: Dashboard) -> None:
 
     frames: dict[str, list[dict]] = {}
     with connect(f"ws://127.0.0.1:{dash.port}/ws/status/?token={TOKEN}&format=json",
-                 origin="http://127.0.0.1", open_timeout=10) as ws:
+                 origin=f"http://127.0.0.1:{dash.port}", open_timeout=10) as ws:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and len(frames.get("box-race", [])) < 3:
             frame = json.loads(ws.recv(timeout=5))
