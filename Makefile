@@ -35,6 +35,7 @@ sshd:
 	@test -x /usr/sbin/sshd || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
 	  else echo "sshd missing: apt-get install openssh-server (the SSH fleet test will skip)"; fi; }
+
 # The pinned circom and snarkjs for the circuit tests (package-lock.json), reinstalled when the
 # lock is newer than node_modules.
 NODESTAMP := node_modules/.package-lock.json

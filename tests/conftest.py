@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.credentials import TOKEN
+from tests.panel.helpers import clear_panel_cache
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,14 @@ def params_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for kind in api.PROOF_KINDS:
         api.load_params(kind, directory, 1, create=True)
     return directory
+
+
+@pytest.fixture
+def clean_panel_cache() -> Iterator[None]:
+    """No engine snapshots in Django's cache before or after: the cache is shared by every test."""
+    clear_panel_cache()
+    yield
+    clear_panel_cache()
 
 
 @pytest.fixture

@@ -6,15 +6,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fleet.cuzk_server import CuzkServer
-from tests.panel.helpers import clear_panel_cache
-
-
-@pytest.fixture
-def clean_panel_cache() -> Iterator[None]:
-    """No engine snapshots in Django's cache before or after: the cache is shared by every test."""
-    clear_panel_cache()
-    yield
-    clear_panel_cache()
 
 
 @pytest.fixture
