@@ -298,7 +298,12 @@ class FleetCollector:
             log.exception("fleet: keeping a state change of %s failed", args[1])
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._executor, fn, *args)
+        except RuntimeError:  # the executor is shut down: the process is exiting, and this task ends with it
+            raise asyncio.CancelledError from None
+        return await future
 
 
 def _setting(name: str, default: float) -> float:
