@@ -1,4 +1,4 @@
-"""The snapshot matches the DESIGN.md schema and its open durations grow against now."""
+"""The snapshot matches the schema of docs/SNAPSHOT.md and its open durations grow against now."""
 from __future__ import annotations
 
 import json
