@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
-import tempfile
 import threading
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from gpu_engine.circom.prover import CircuitKey
 from gpu_engine.circom.zkey import Zkey
 from gpu_engine.groth16.keys import VerifyingKey
+from gpu_engine.groth16.params_cache import write_atomic
 from gpu_engine.groth16.points import g1_from_bytes_unchecked, g2_from_bytes_unchecked
 
 MAGIC = b"VMCIRC\x01\x00"
@@ -59,17 +58,8 @@ def dump_key(zkey: Zkey, zkey_sha256: str) -> bytes:
 
 
 def write_key(path: Path, data: bytes) -> None:
-    """Atomically (temporary file, fsync, rename): a reader never sees half a key."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Atomically: a reader never sees half a key."""
+    write_atomic(path, data)
 
 
 def _coeffs(raw: memoryview, count: int) -> list[tuple[int, int, int]]:

@@ -17,8 +17,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from gpu_engine.groth16.field import R, fr_random
 from gpu_engine.groth16.keys import VerifyingKey
-from gpu_engine.groth16.points import to_scalar
-from gpu_engine.groth16.prover import DeviceOutput, PartitionProof, Proof
+from gpu_engine.groth16.prover import DeviceOutput, PartitionProof, Proof, assemble
 
 
 @dataclass
@@ -131,12 +130,7 @@ def prove_finalize(key: CircuitKey, witness: CircuitWitness, device_out: DeviceO
     zb = [witness.assignment[j] for j in key.b_support]
     msm_b2 = cpu_backend.msm_g2(key.b_g2_support, zb, bases_key=f"{key.key_hash}/b2")
     t1 = time.perf_counter()
-    r, s = to_scalar(device_out.r), to_scalar(device_out.s)
-    vk = key.vk
-    a = vk.alpha_g1 + device_out.msm_a + key.delta_g1 * r
-    b2 = vk.beta_g2 + msm_b2 + vk.delta_g2 * s
-    b1 = key.beta_g1 + device_out.msm_b1 + key.delta_g1 * s
-    c = device_out.msm_c + a * s + b1 * r - key.delta_g1 * to_scalar(device_out.r * device_out.s)
+    a, b2, c = assemble(key.vk, key.beta_g1, key.delta_g1, device_out, msm_b2)
     timings = {"synthesis_ms": witness.synth_ms, "ntt_ms": device_out.timings.get("ntt_ms", 0.0),
                "msm_g1_ms": device_out.timings.get("msm_g1_ms", 0.0), "msm_g2_ms": (t1 - t0) * 1000.0}
     return PartitionProof(witness.index, list(witness.public_inputs), Proof(a, b2, c), timings)

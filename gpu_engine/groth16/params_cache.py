@@ -76,7 +76,8 @@ def _read(path: Path, shape_hash: str, kind: str, scale: int, params_dir: Path) 
         raise ParamsUnavailable(unavailable_message(kind, scale, params_dir, path, f"unusable ({exc})")) from None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Temporary file, fsync, rename: a reader never sees half a file."""
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -144,7 +145,7 @@ def _generate(kind: str, scale: int, matrices: R1CSMatrices, shape_hash: str, di
             log.info("generating Groth16 parameters for %s (scale %d, %d constraints)",
                      kind, scale, matrices.num_constraints)
             data = dump_params(generate_params(kind, scale, matrices, shape_hash, progress))
-            _write_atomic(path, data)
+            write_atomic(path, data)
             # Read back what was written: affine points (faster MSMs than the setup's projective
             # sums), and the file proven loadable.
             return load_params_bytes(data, shape_hash)

@@ -16,7 +16,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from gpu_engine.groth16.circuits import Witness
 from gpu_engine.groth16.field import R, fr_random
-from gpu_engine.groth16.keys import Params
+from gpu_engine.groth16.keys import Params, VerifyingKey
 from gpu_engine.groth16.points import to_scalar
 
 
@@ -119,12 +119,7 @@ def prove_finalize(params: Params, witness: Witness, device_out: DeviceOutput, c
     zb = [witness.assignment[j] for j in params.b_support]
     msm_b2 = cpu_backend.msm_g2(params.b_g2_support, zb, bases_key=f"{params.shape_hash}/b2")
     t1 = time.perf_counter()
-    r, s = to_scalar(device_out.r), to_scalar(device_out.s)
-    vk = params.vk
-    a = vk.alpha_g1 + device_out.msm_a + params.delta_g1 * r
-    b2 = vk.beta_g2 + msm_b2 + vk.delta_g2 * s
-    b1 = params.beta_g1 + device_out.msm_b1 + params.delta_g1 * s
-    c = device_out.msm_c + a * s + b1 * r - params.delta_g1 * to_scalar(device_out.r * device_out.s)
+    a, b2, c = assemble(params.vk, params.beta_g1, params.delta_g1, device_out, msm_b2)
     timings = {
         "synthesis_ms": witness.synth_ms,
         "ntt_ms": device_out.timings.get("ntt_ms", 0.0),
@@ -132,3 +127,15 @@ def prove_finalize(params: Params, witness: Witness, device_out: DeviceOutput, c
         "msm_g2_ms": (t1 - t0) * 1000.0,
     }
     return PartitionProof(witness.index, list(witness.public_inputs), Proof(a, b2, c), timings)
+
+
+def assemble(vk: VerifyingKey, beta_g1: G1Point, delta_g1: G1Point, device_out: DeviceOutput,
+             msm_b2: G2Point) -> tuple[G1Point, G2Point, G1Point]:
+    """(A, B, C) from the MSMs and the device part's r, s: the same for every Groth16 key layout
+    (this engine's parameters and snarkjs's zkeys)."""
+    r, s = to_scalar(device_out.r), to_scalar(device_out.s)
+    a = vk.alpha_g1 + device_out.msm_a + delta_g1 * r
+    b2 = vk.beta_g2 + msm_b2 + vk.delta_g2 * s
+    b1 = beta_g1 + device_out.msm_b1 + delta_g1 * s
+    c = device_out.msm_c + a * s + b1 * r - delta_g1 * to_scalar(device_out.r * device_out.s)
+    return a, b2, c
