@@ -117,8 +117,8 @@ def _explain(connection, sql: str) -> str:
 
 
 def queries(now: float):
-    from statuspanel import charts
-    from statuspanel.timeline import stored_bars
+    from statuspanel.history import charts
+    from statuspanel.history.timeline import stored_bars
 
     return {
         "timeline 10m": lambda: stored_bars(ENGINE, now - 600),
@@ -162,7 +162,7 @@ def render_and_scrape(connection, now: float) -> dict:
     from django.template.loader import render_to_string
 
     from gpu_engine import tallies, wire
-    from statuspanel.history import activity_context
+    from statuspanel.history.views import activity_context
     from statuspanel.metrics import scrape
 
     engine = seed_render(connection, now)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_engine import runtime, wire
-from statuspanel.rendering import engine_id_of
+from statuspanel.render.engine import engine_id_of
 
 
 def current_snapshots() -> tuple[list[dict[str, Any]], list[tuple[str, float]]]:

@@ -23,17 +23,15 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
-from gpu_engine.vocabulary import PHASES, SOURCE_ONLINE, WORKER_STATES
+from gpu_engine.vocabulary import PHASES, WORKER_STATES
+from statuspanel.fleet.vocabulary import SOURCE_ONLINE
 from statuspanel.auth import _unauthorized, bearer_token, can_read_status
 from statuspanel.live import current_snapshots
-from statuspanel.rendering import engine_id_of
+from statuspanel.render.engine import engine_id_of
+from statuspanel.render.numbers import num
 
 P = "vastmanager_"
 _OUTCOMES = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _snapshots() -> list[dict[str, Any]]:
@@ -84,7 +82,7 @@ class SnapshotCollector:
         for snap in snaps:
             e = engine_id_of(snap)
             up.add_metric([e], 1)
-            published = _num(snap.get("published_at"))
+            published = num(snap.get("published_at"))
             if published is not None:
                 hb.add_metric([e], max(0.0, now - published))
             by_state: Counter[str] = Counter({s: 0 for s in WORKER_STATES})
@@ -95,7 +93,7 @@ class SnapshotCollector:
                 by_state[state] += 1
                 for s in sorted(set(WORKER_STATES) | {state}):
                     wstate.add_metric([e, wid, gpu, s], 1 if s == state else 0)
-                wbusy.add_metric([e, wid, gpu], _num(w.get("busy_secs")) or 0.0)
+                wbusy.add_metric([e, wid, gpu], num(w.get("busy_secs")) or 0.0)
             for state, n in sorted(by_state.items()):
                 workers.add_metric([e, state], n)
             phase_counts: Counter[tuple[str, str]] = Counter()
@@ -109,15 +107,15 @@ class SnapshotCollector:
                 for phase in PHASES:
                     parts.add_metric([e, kind, phase], phase_counts.get((kind, phase), 0))
             counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
-            if _num(counters.get("queue_depth")) is not None:
+            if num(counters.get("queue_depth")) is not None:
                 queue.add_metric([e], counters["queue_depth"])
             mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
-            if _num(mem.get("used_bytes")) is not None:
+            if num(mem.get("used_bytes")) is not None:
                 mem_used.add_metric([e], mem["used_bytes"])
-            if _num(mem.get("total_bytes")) is not None:
+            if num(mem.get("total_bytes")) is not None:
                 mem_total.add_metric([e], mem["total_bytes"])
             syn = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
-            if _num(syn.get("active")) is not None:
+            if num(syn.get("active")) is not None:
                 synth.add_metric([e], syn["active"])
             for g in snap.get("gpus") or []:
                 if not isinstance(g, dict):
@@ -126,15 +124,15 @@ class SnapshotCollector:
                 readings = ((g_util, "util_pct", 0.01), (g_used, "mem_used_bytes", 1), (g_total, "mem_total_bytes", 1),
                             (g_temp, "temp_c", 1), (g_power, "power_w", 1))
                 for fam, key, scale in readings:
-                    if _num(g.get(key)) is not None:
+                    if num(g.get(key)) is not None:
                         fam.add_metric(labels, float(g[key]) * scale)
             source = snap.get("source")
             if isinstance(source, dict):  # a fleet-collected engine: how its poll went
                 labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]
                 s_up.add_metric(labels, 1 if source.get("state") == SOURCE_ONLINE else 0)
-                if _num(source.get("last_ok_secs_ago")) is not None:
+                if num(source.get("last_ok_secs_ago")) is not None:
                     s_age.add_metric(labels, source["last_ok_secs_ago"])
-                if _num(source.get("poll_ms")) is not None:
+                if num(source.get("poll_ms")) is not None:
                     s_lat.add_metric(labels, source["poll_ms"] / 1000.0)
         yield from (up, hb, workers, wstate, wbusy, parts, queue, mem_used, mem_total, synth,
                     g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat)

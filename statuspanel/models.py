@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from gpu_engine.vocabulary import SOURCE_KINDS, SOURCE_STATES, SOURCE_TRANSPORTS
+from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_STATES, SOURCE_TRANSPORTS
 
 DEFAULT_INTERVAL_SECS = 1.5
 KNOWN_HOSTS_STRICT = "strict"   # the host key must be in the known-hosts file

@@ -3,8 +3,11 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from gpu_engine.queue import JOB_ID_RE
-from statuspanel import api, auth, health, history, metrics, views
-from statuspanel.fleet import views as fleet_views
+from statuspanel import auth, metrics, views
+from statuspanel.api import fleet as fleet_api
+from statuspanel.api import health
+from statuspanel.api import jobs as api
+from statuspanel.history import views as history
 
 
 class JobIdConverter:
@@ -30,7 +33,7 @@ urlpatterns = [
     path("metrics", metrics.metrics_view, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
     path("api/status", health.api_status, name="api-status"),
-    path("api/fleet", fleet_views.api_fleet, name="api-fleet"),
+    path("api/fleet", fleet_api.api_fleet, name="api-fleet"),
     path("login", auth.token_login, name="token-login"),
     path("api/jobs", api.jobs, name="api-jobs"),
     path("api/jobs/<jobid:job_id>", api.job_detail, name="api-job"),

@@ -20,7 +20,7 @@ def build_application():
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter, URLRouter
 
-    from statuspanel.routing import websocket_urlpatterns
+    from statuspanel.stream.routing import websocket_urlpatterns
     from vastmanager.limits import BodyLimitMiddleware
     from vastmanager.origins import OriginCheck
     from vastmanager.staticfiles import StaticFilesHandler

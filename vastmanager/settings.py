@@ -104,7 +104,7 @@ if REDIS_URL:
     }
 else:
     # InMemoryChannelLayer with its per-message expiry sweep rate-limited (quadratic fan-out otherwise).
-    CHANNEL_LAYERS = {"default": {"BACKEND": "statuspanel.layers.FanoutInMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "statuspanel.stream.layers.FanoutInMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "vastmanager"}}
 
 AUTH_PASSWORD_VALIDATORS = [

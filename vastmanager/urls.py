@@ -8,5 +8,5 @@ urlpatterns = [
     path("", include("statuspanel.urls")),
 ]
 
-handler400 = "statuspanel.api.bad_request"
-handler404 = "statuspanel.api.not_found"
+handler400 = "statuspanel.api.responses.bad_request"
+handler404 = "statuspanel.api.responses.not_found"

@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable
 
 from gpu_engine import wire
-from gpu_engine.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
+from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode

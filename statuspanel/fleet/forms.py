@@ -18,7 +18,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from gpu_engine import runtime, wire
-from gpu_engine.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
+from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
 from gpu_engine.wire import validate_engine_id
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
 

@@ -13,8 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
-from gpu_engine.vocabulary import (SOURCE_MALFORMED, SOURCE_ONLINE, SOURCE_STALE, SOURCE_UNREACHABLE,
-                                   STALE_INTERVALS)
+from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
 from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
@@ -158,5 +157,3 @@ def _empty_snapshot() -> dict[str, Any]:
                          "failed_by_kind": {}, "queue_depth": 0},
             "consistency": []}
 
-
-FAILURE_STATES = (SOURCE_UNREACHABLE, SOURCE_MALFORMED)

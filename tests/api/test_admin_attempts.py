@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from gpu_engine.models import JobStatus, PartitionRun, ProofJob
-from statuspanel.timeline import stored_bars
+from statuspanel.history.timeline import stored_bars
 
 
 @pytest.fixture

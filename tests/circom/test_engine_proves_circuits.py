@@ -78,7 +78,7 @@ def test_inputs_and_witnesses_are_proved_and_snarkjs_accepts_every_proof(client,
     pipes = {p["job_id"]: p for p in snap["pipelines"]}
     assert pipes["by-inputs"]["proof_label"] == "Multiplier chain (64 links)"
     assert pipes["by-inputs"]["total_partitions"] == 4 and len(pipes["by-inputs"]["partitions"]) == 4
-    from statuspanel.rendering import render_engine
+    from statuspanel.render.engine import render_engine
 
     assert "Multiplier chain (64 links)" in render_engine(snap)
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gpu_engine import wire
-from gpu_engine.vocabulary import SOURCE_KEYS
+from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
 from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from gpu_engine import runtime, wire
-from gpu_engine.vocabulary import SOURCE_KEYS
+from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
 from tests.credentials import TOKEN
 from tests.fleet.conftest import wait_until

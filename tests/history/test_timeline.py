@@ -8,7 +8,7 @@ import pytest
 
 from gpu_engine import queue
 from gpu_engine.models import PartitionRun
-from statuspanel.timeline import build_timeline
+from statuspanel.history.timeline import build_timeline
 from tests.engine.helpers import all_final, running, wait_for
 from tests.history.helpers import timeline_rects
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gpu_engine.publisher import SnapshotPublisher
-from statuspanel.consumers import StatusConsumer
+from statuspanel.stream.consumer import StatusConsumer
 from tests.credentials import TOKEN
 from tests.panel.helpers import ORIGIN, busy_tracker, communicator
 from vastmanager.backpressure import EXTENSION, SendWindow

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from statuspanel.consumers import MAX_CLIENT_MESSAGE
+from statuspanel.stream.consumer import MAX_CLIENT_MESSAGE
 from tests.credentials import TOKEN
 from tests.panel.helpers import ORIGIN, communicator
 

@@ -9,7 +9,7 @@ from channels.layers import get_channel_layer
 
 from gpu_engine import wire
 from gpu_engine.publisher import SnapshotPublisher
-from statuspanel import rendering
+from statuspanel.render import engine as rendering
 from tests.credentials import TOKEN
 from tests.panel.helpers import ORIGIN, SNAP_JOB, busy_tracker, communicator
 

@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 from django.contrib.auth import get_user_model
 
 from gpu_engine import wire
-from statuspanel.fleet_render import COLLAPSE_OVER
+from statuspanel.render.fleet import COLLAPSE_OVER
 from tests.credentials import TOKEN
 from tests.panel.fleet_snapshots import RACE_JOB, cuzk_engine, our_engine, store
 from tests.panel.helpers import ORIGIN, communicator

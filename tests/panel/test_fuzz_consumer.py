@@ -2,7 +2,7 @@
 
 Every example opens a connection, sends one made-up frame (text or binary; JSON or not; wrong
 types, unicode, deep nesting, sizes on both sides of the limit), checks the answer the module
-docstring of statuspanel.consumers promises, then checks the same connection still answers a ping.
+docstring of statuspanel.stream.consumer promises, then checks the same connection still answers a ping.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from statuspanel.consumers import CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, MAX_CLIENT_MESSAGE
+from statuspanel.stream.consumer import CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, MAX_CLIENT_MESSAGE
 from tests.credentials import TOKEN
 from tests.panel.helpers import ORIGIN, communicator
 

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 from channels.layers import get_channel_layer
 
-from statuspanel.layers import FanoutInMemoryChannelLayer
+from statuspanel.stream.layers import FanoutInMemoryChannelLayer
 
 
 @pytest.mark.asyncio

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from statuspanel import rendering
-from statuspanel.rendering import engine_context, render_engine
+from statuspanel.render import engine as rendering
+from statuspanel.render.engine import engine_context, render_engine
 from tests.panel.helpers import SNAP_JOB, busy_tracker, cuzk_fixture
 
 

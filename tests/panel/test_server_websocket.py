@@ -43,7 +43,7 @@ def test_origin_on_another_port_is_refused(demo):
 
 
 def test_oversized_message_closes_4009_with_the_reason(demo):
-    from statuspanel.consumers import MAX_CLIENT_MESSAGE
+    from statuspanel.stream.consumer import MAX_CLIENT_MESSAGE
 
     sock, head = handshake(demo.port, f"token={TOKEN}&format=json", rcvbuf=1 << 20)
     assert head.startswith(b"HTTP/1.1 101"), head

@@ -13,17 +13,15 @@ import threading
 from collections import deque
 from typing import Any
 
-from gpu_engine.vocabulary import (CONSISTENCY_PROBLEMS, ERROR, IDLE, PHASES, PROVING, SOURCE_DOWN_STATES,
-                                   SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES, SOURCE_UNREACHABLE)
+from gpu_engine.vocabulary import CONSISTENCY_PROBLEMS, ERROR, IDLE, PHASES, PROVING
+from statuspanel.fleet.vocabulary import (SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES,
+                                         SOURCE_UNREACHABLE)
+from statuspanel.render.numbers import num
 
 CONSISTENCY_SHOWN = 8           # warnings listed per engine; the rest are counted
 OTHER_PHASE = "other"           # partitions in a state outside PHASES (a foreign engine's)
 # More engines than this and the page starts with every engine collapsed to its summary row.
 COLLAPSE_OVER = 6
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _count(value: Any) -> int | None:
@@ -50,8 +48,8 @@ def source_context(snap: dict[str, Any]) -> dict[str, Any] | None:
         "state": state,
         "state_class": state if state in SOURCE_STATES else "unknown",
         "error": str(src.get("error") or ""),
-        "last_ok_secs_ago": _num(src.get("last_ok_secs_ago")),
-        "poll_ms": _num(src.get("poll_ms")),
+        "last_ok_secs_ago": num(src.get("last_ok_secs_ago")),
+        "poll_ms": num(src.get("poll_ms")),
         "target": str(src.get("target") or ""),
         "failures": _count(src.get("failures")),
         "online": state == SOURCE_ONLINE,
@@ -87,7 +85,7 @@ def cuzk_context(snap: dict[str, Any]) -> dict[str, Any] | None:
                     evictable = a.get("evictable")
                     rows.append({"pool": str(pool).upper(), "circuit_id": str(a.get("circuit_id") or ""),
                                  "bytes": _count(a.get("bytes")),
-                                 "last_used_secs_ago": _num(a.get("last_used_secs_ago")),
+                                 "last_used_secs_ago": num(a.get("last_used_secs_ago")),
                                  "evictable": evictable if isinstance(evictable, bool) else None})
     counters = [(str(k), v) for k, v in buffers.items() if _count(v) is not None] if isinstance(buffers, dict) else []
     if not rows and not counters:

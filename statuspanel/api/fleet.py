@@ -9,20 +9,17 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 
 from gpu_engine.tracker.consistency import check_consistency
-from gpu_engine.vocabulary import (PHASES, SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES,
-                                   WORKER_STATES)
-from statuspanel.api import methods
+from gpu_engine.vocabulary import PHASES, WORKER_STATES
+from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES
+from statuspanel.api.responses import methods
 from statuspanel.auth import status_auth_required
 from statuspanel.live import current_snapshots
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+from statuspanel.render.numbers import num
 
 
 def local_source(snap: dict[str, Any], now: float) -> dict[str, Any]:
     """The `source` object of an engine that publishes itself (no collector in between)."""
-    published, heartbeat = _num(snap.get("published_at")), _num(snap.get("heartbeat_secs"))
+    published, heartbeat = num(snap.get("published_at")), num(snap.get("heartbeat_secs"))
     age = None if published is None else round(max(0.0, now - published), 3)
     stale = age is not None and heartbeat is not None and age > 2 * heartbeat
     return {"kind": "vastmanager", "transport": "local", "state": SOURCE_STALE if stale else SOURCE_ONLINE,

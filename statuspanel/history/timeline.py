@@ -111,10 +111,6 @@ def _as_int(value: Any) -> Any:
         return value
 
 
-def _unix(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
-
-
 def stored_bars(engine_id: str, since: float) -> list[Bar]:
     """The gpu and finalize bars of the partition runs this engine settled since `since` (unix).
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from statuspanel.consumers import StatusConsumer
+from statuspanel.stream.consumer import StatusConsumer
 
 websocket_urlpatterns = [
     path("ws/status/", StatusConsumer.as_asgi(), name="ws-status"),

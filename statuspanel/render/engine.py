@@ -6,18 +6,15 @@ snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours 
 """
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
-import threading
 import time
-from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
-from statuspanel import fleet_render
+from statuspanel.render import fleet as fleet_render
+from statuspanel.render.cache import LRU
+from statuspanel.render.numbers import num
 from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
@@ -26,74 +23,14 @@ GAUGE_RED_PCT = 85.0
 UNNAMED_ENGINE = "unnamed-engine"
 
 
-class LRU:
-    """A small thread-safe LRU dict: the consumer's loop and the page's worker threads share it."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-        value = build()  # outside the lock: two racing builders make the same value, harmlessly
-        with self._lock:
-            self.misses += 1
-            self._data[key] = value
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-        return value
-
-    def get(self, key: Any) -> Any:
-        """The cached value, or None (counted as a hit when found)."""
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-        return None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-
 html_cache = LRU(256)
-frame_cache = LRU(512)
-
-# Frames are built off the server's event loop, one at a time: a fleet sends dozens of snapshots a
-# second and a render takes milliseconds, which on the loop would delay every request and frame
-# behind it. Clients waiting for the same frame share one build (single flight).
-_render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
-_building: dict[tuple[int, Any], asyncio.Future] = {}
-
-
-async def _off_loop(key: Any, build: Callable[[], str]) -> str:
-    cached = frame_cache.get(key)
-    if cached is not None:
-        return cached
-    loop = asyncio.get_running_loop()
-    slot = (id(loop), key)
-    future = _building.get(slot)
-    if future is None:
-        future = loop.run_in_executor(_render_pool, frame_cache.get_or_build, key, build)
-        _building[slot] = future
-        future.add_done_callback(lambda _f: _building.pop(slot, None))
-    return await asyncio.shield(future)  # a client that leaves must not cancel the others' frame
 
 
 def engine_id_of(snap: dict[str, Any]) -> str:
     return str(snap.get("engine_id") or UNNAMED_ENGINE)
 
 
-def _cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
+def snapshot_cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
     seq = snap.get("seq")
     return (engine_id_of(snap), seq) if isinstance(seq, int) else None
 
@@ -105,7 +42,7 @@ def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]
         ctx = engine_context(snap)
         return render_to_string(ENGINE_TEMPLATE, {"e": ctx}), ctx["tally"]
 
-    key = _cache_key(snap)
+    key = snapshot_cache_key(snap)
     return build() if key is None else html_cache.get_or_build(key, build)
 
 
@@ -120,58 +57,16 @@ def render_engine(snap: dict[str, Any]) -> str:
     return render_engine_with_tally(snap)[0]
 
 
-def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
-    """The encoded WebSocket frame for this snapshot, built once per (engine, seq, format)."""
-    def build() -> str:
-        frame: dict[str, Any] = {
-            "type": "snapshot",
-            "engine_id": engine_id_of(snap),
-            "seq": snap.get("seq"),
-            "snapshot": snap,
-        }
-        if with_html:
-            frame["html"] = render_engine(snap)
-        return json.dumps(frame, separators=(",", ":"))
-
-    key = _cache_key(snap)
-    return build() if key is None else frame_cache.get_or_build((*key, with_html), build)
-
-
-def _encoded_frame_builder(engine_id: str, seq: int, snapshot_json: str, with_html: bool) -> Callable[[], str]:
-    def build() -> str:
-        head = f'{{"type":"snapshot","engine_id":{json.dumps(engine_id)},"seq":{seq},"snapshot":{snapshot_json}'
-        if not with_html:
-            return head + "}"
-        snap = json.loads(snapshot_json)
-        return head + ',"html":' + json.dumps(render_engine(snap)) + "}"
-
-    return build
-
-
-async def encoded_snapshot_frame_async(engine_id: str, seq: int, snapshot_json: str, *, with_html: bool) -> str:
-    """The frame for a snapshot that arrives pre-encoded (the publisher's group message): built around
-    the JSON text as is, parsed at most once per (engine, seq) and only to render the HTML; off the
-    event loop, one build shared by every client waiting for it."""
-    build = _encoded_frame_builder(engine_id, seq, snapshot_json, with_html)
-    if not with_html:  # a string concatenation: cheaper than the hop to the render thread
-        return frame_cache.get_or_build((engine_id, seq, with_html), build)
-    return await _off_loop((engine_id, seq, with_html), build)
-
-
 # -- context ------------------------------------------------------------------------------------
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def memory_context(mem: Any) -> dict[str, Any] | None:
     if not isinstance(mem, dict):
         return None
-    total, used = _num(mem.get("total_bytes")), _num(mem.get("used_bytes"))
+    total, used = num(mem.get("total_bytes")), num(mem.get("used_bytes"))
     if not total or used is None:
         return None
     pct = max(0.0, min(100.0, 100.0 * used / total))
     level = "green" if pct < GAUGE_YELLOW_PCT else "yellow" if pct < GAUGE_RED_PCT else "red"
-    available = _num(mem.get("available_bytes"))
+    available = num(mem.get("available_bytes"))
     return {"total": total, "used": used, "available": total - used if available is None else available,
             "pct": pct, "level": level}
 
@@ -187,9 +82,9 @@ def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, 
         "index": part.get("index"),
         "state": state,
         "phase_class": state if state in PHASES else "unknown",
-        "synth_ms": _num(part.get("synth_ms")),
-        "gpu_ms": _num(part.get("gpu_ms")),
-        "finalize_ms": _num(part.get("finalize_ms")),
+        "synth_ms": num(part.get("synth_ms")),
+        "gpu_ms": num(part.get("gpu_ms")),
+        "finalize_ms": num(part.get("finalize_ms")),
         "open_field": open_ms,
         "worker_id": part.get("worker_id"),
         "error": part.get("error") or "",
@@ -206,7 +101,7 @@ def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None,
 
 def _elapsed(pipe: dict[str, Any]) -> float | None:
     """Time since the job started, or its run time once finished (then it no longer grows)."""
-    started, finished = _num(pipe.get("started_secs_ago")), _num(pipe.get("finished_secs_ago"))
+    started, finished = num(pipe.get("started_secs_ago")), num(pipe.get("finished_secs_ago"))
     if started is None:
         return None
     return max(0.0, started - finished) if finished is not None else started
@@ -249,22 +144,22 @@ def worker_context(worker: dict[str, Any], kinds_by_job: dict[str, str]) -> dict
         "proof_kind": kind,
         "proof_label": worker.get("current_proof_label") or (kind_label(kind) if kind else ""),
         "current_partition": worker.get("current_partition"),
-        "busy_secs": _num(worker.get("busy_secs")),
+        "busy_secs": num(worker.get("busy_secs")),
         "error": worker.get("error") or "",
     }
 
 
 def gpu_context(gpu: dict[str, Any]) -> dict[str, Any]:
-    total, used = _num(gpu.get("mem_total_bytes")), _num(gpu.get("mem_used_bytes"))
+    total, used = num(gpu.get("mem_total_bytes")), num(gpu.get("mem_used_bytes"))
     return {
         "ordinal": gpu.get("ordinal"),
         "name": gpu.get("name") or "",
-        "util_pct": _num(gpu.get("util_pct")),
+        "util_pct": num(gpu.get("util_pct")),
         "mem_used": used,
         "mem_total": total,
         "mem_pct": 100.0 * used / total if total and used is not None else None,
-        "temp_c": _num(gpu.get("temp_c")),
-        "power_w": _num(gpu.get("power_w")),
+        "temp_c": num(gpu.get("temp_c")),
+        "power_w": num(gpu.get("power_w")),
     }
 
 
@@ -290,8 +185,8 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
     pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
     synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
-    heartbeat = _num(snap.get("heartbeat_secs"))
-    published = _num(snap.get("published_at"))
+    heartbeat = num(snap.get("heartbeat_secs"))
+    published = num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
     source = fleet_render.source_context(snap)
     counters = counters_context(snap.get("counters"))
@@ -303,7 +198,7 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         "named": bool(snap.get("engine_id")),
         "seq": snap.get("seq"),
         "backend": snap.get("backend") or "",
-        "uptime_secs": _num(snap.get("uptime_secs")),
+        "uptime_secs": num(snap.get("uptime_secs")),
         "published_at": published,
         "heartbeat_secs": heartbeat,
         "online": online,

@@ -1,7 +1,7 @@
 """`/ws/status/`: the latest snapshot of every engine on connect, then every new one, in seq order.
 
 Frames are `{"type": "snapshot", "engine_id", "seq", "snapshot", "html"}` (`?format=json` leaves out
-`html`), encoded once per snapshot per process (statuspanel.rendering), not once per client.
+`html`), encoded once per snapshot per process (statuspanel.stream.frames), not once per client.
 Clients may send `{"type": "ping"}` (answered with a pong) or `{"type": "resync"}` (the latest
 snapshots again); anything else gets an error frame and the connection stays open. A message over
 MAX_CLIENT_MESSAGE closes the connection with 4009 and the reason (1009 is a code the server side
@@ -27,7 +27,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
 from statuspanel.auth import can_read_status, session_is_current
-from statuspanel.rendering import encoded_snapshot_frame_async, engine_id_of, snapshot_frame
+from statuspanel.render.engine import engine_id_of
+from statuspanel.stream.frames import encoded_snapshot_frame_async, snapshot_frame
 from vastmanager.backpressure import SendWindow, send_window
 
 log = logging.getLogger(__name__)

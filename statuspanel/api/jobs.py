@@ -5,9 +5,8 @@ Errors are `{"error": "..."}` with the status code that says what went wrong (40
 """
 from __future__ import annotations
 
-import functools
 import json
-from typing import Any, Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -18,33 +17,13 @@ from gpu_engine.circom import jobs as circuit_jobs
 from gpu_engine.circom import registry, snarkjs_export
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import Circuit, CircuitJob, JobStatus, ProofJob
+from statuspanel.api.responses import error, methods
 from statuspanel.auth import api_auth_required
 from vastmanager.limits import refusal_message
 
 SUBMIT_FIELDS = {"proof_kind", "job_id", "priority"}
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-
-
-def error(message: str, code: int, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=code)
-
-
-def methods(*allowed: str) -> Callable:
-    """Like require_http_methods, but answers 405 in JSON with an Allow header."""
-
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @functools.wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method not in allowed:
-                response = error(f"method {request.method} not allowed; use {', '.join(allowed)}", 405)
-                response["Allow"] = ", ".join(allowed)
-                return response
-            return view(request, *args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 def _get_job(job_id: str) -> ProofJob | None:
@@ -274,24 +253,3 @@ def job_cancel(request: HttpRequest, job_id: str) -> HttpResponse:
     except queue.JobError as exc:
         return error(str(exc), exc.status)
     return JsonResponse(job.to_dict())
-
-
-def _default_or_json(request: HttpRequest, fallback: Callable[..., HttpResponse], message: str, code: int,
-                     exception: Exception | None) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        return error(message, code)
-    return fallback(request, exception)
-
-
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """handler404: API clients get JSON (e.g. an id holding an encoded slash), browsers the usual page."""
-    from django.views.defaults import page_not_found
-
-    return _default_or_json(request, page_not_found, f"no such API path {request.path!r}", 404, exception)
-
-
-def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """handler400: requests Django refuses before the view (too many fields, bad host) stay JSON on the API."""
-    from django.views.defaults import bad_request as default
-
-    return _default_or_json(request, default, f"bad request: {exception or 'refused'}", 400, exception)

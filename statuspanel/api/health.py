@@ -5,7 +5,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from gpu_engine import runtime
-from statuspanel.api import error, methods
+from statuspanel.api.responses import error, methods
 from statuspanel.auth import status_auth_required
 
 

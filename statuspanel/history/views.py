@@ -14,10 +14,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from gpu_engine import wire
-from statuspanel import charts
+from statuspanel.history import charts
 from statuspanel.live import current_snapshots
-from statuspanel.rendering import engine_id_of
-from statuspanel.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
+from statuspanel.render.engine import engine_id_of
+from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
 ACTIVITY_REFRESH_SECS = 2.0
 
