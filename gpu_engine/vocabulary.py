@@ -6,6 +6,9 @@ spell them again.
 """
 from __future__ import annotations
 
+from gpu_engine import schema
+from gpu_engine.schema import required_keys
+
 # ---- partition phases (tracker, waterfall cells) ---------------------------------------------
 PENDING = "pending"
 SYNTHESIZING = "synthesizing"
@@ -35,16 +38,12 @@ JOB_STATUSES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED, REQUEUED)
 JOB_OUTCOMES = (CANCELLED, REQUEUED)
 
 # ---- snapshot keys (the documented ones; producers may add more, readers ignore the rest) -----
-SNAPSHOT_KEYS = ("engine_id", "seq", "generated_at", "uptime_secs", "backend", "memory", "synthesis",
-                 "pipelines", "gpu_workers", "gpus", "counters", "consistency")
-PIPELINE_KEYS = ("job_id", "proof_kind", "proof_label", "status", "started_secs_ago", "finished_secs_ago",
-                 "total_partitions", "partitions_done", "partitions_failed", "partitions")
-PARTITION_KEYS = ("index", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "error")
-WORKER_KEYS = ("worker_id", "gpu_ordinal", "state", "current_job", "current_partition", "current_proof_kind",
-               "current_proof_label", "busy_secs", "error")
-GPU_KEYS = ("ordinal", "name", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w")
-COUNTER_KEYS = ("total_completed", "total_failed", "total_cancelled", "completed_by_kind", "failed_by_kind",
-                "queue_depth")
+SNAPSHOT_KEYS = required_keys(schema.Snapshot)
+PIPELINE_KEYS = required_keys(schema.Pipeline)
+PARTITION_KEYS = required_keys(schema.Partition)
+WORKER_KEYS = required_keys(schema.GpuWorker)
+GPU_KEYS = required_keys(schema.Gpu)
+COUNTER_KEYS = required_keys(schema.Counters)
 
 # ---- tracker consistency (gpu_engine/tracker/consistency.py) ---------------------------------
 NO_WORKER = "no-worker"     # a partition is in `gpu` but no worker is proving it
@@ -53,4 +52,4 @@ CONSISTENCY_PROBLEMS = {
     NO_WORKER: "partition in gpu, but no worker is proving it",
     NOT_IN_GPU: "worker proving a partition that is not in gpu",
 }
-CONSISTENCY_KEYS = ("job_id", "partition", "worker_id", "problem")
+CONSISTENCY_KEYS = required_keys(schema.ConsistencyIssue)

@@ -7,8 +7,10 @@ one). Pure and defensive: it runs on every published snapshot, ours and foreign 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from gpu_engine.schema import ConsistencyIssue
 from gpu_engine.vocabulary import CONSISTENCY_PROBLEMS, GPU, NO_WORKER, NOT_IN_GPU, PROVING
 
 
@@ -16,7 +18,7 @@ def _key(job_id: Any, partition: Any) -> tuple[str, Any] | None:
     return (job_id, partition) if isinstance(job_id, str) and isinstance(partition, int) else None
 
 
-def check_consistency(snap: dict[str, Any]) -> list[dict[str, Any]]:
+def check_consistency(snap: Mapping[str, Any]) -> list[ConsistencyIssue]:
     """Every disagreement between `pipelines[].partitions[]` and `gpu_workers[]`, in snapshot order:
     `{"job_id", "partition", "worker_id", "problem", "message"}`; empty when consistent."""
     in_gpu: dict[tuple[str, int], Any] = {}
@@ -34,7 +36,7 @@ def check_consistency(snap: dict[str, Any]) -> list[dict[str, Any]]:
             key = _key(worker.get("current_job"), worker.get("current_partition"))
             if key is not None:
                 proving.setdefault(key, worker.get("worker_id"))
-    problems = []
+    problems: list[ConsistencyIssue] = []
     for (job_id, partition), worker_id in in_gpu.items():
         if (job_id, partition) not in proving:
             problems.append(_problem(job_id, partition, worker_id, NO_WORKER))
@@ -44,6 +46,6 @@ def check_consistency(snap: dict[str, Any]) -> list[dict[str, Any]]:
     return problems
 
 
-def _problem(job_id: str, partition: int, worker_id: Any, problem: str) -> dict[str, Any]:
+def _problem(job_id: str, partition: int, worker_id: Any, problem: str) -> ConsistencyIssue:
     return {"job_id": job_id, "partition": partition, "worker_id": worker_id, "problem": problem,
             "message": CONSISTENCY_PROBLEMS[problem]}

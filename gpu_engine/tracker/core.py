@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from gpu_engine.schema import Snapshot
 from gpu_engine.tracker.records import JobRecord, PartitionRecord, TrackerError, WorkerRecord
 from gpu_engine.tracker.snapshot import format_snapshot
 from gpu_engine.vocabulary import (ACTIVE_PHASES, CANCELLED, DONE, ERROR, FAILED, FINALIZING, GPU, GPU_KEYS, IDLE,
@@ -96,7 +97,7 @@ class StatusTracker:
 
     def _held_in_gpu(self, w: WorkerRecord) -> PartitionRecord | None:
         """The partition a proving worker holds, if it is in `gpu` on that worker (it always is)."""
-        job = self._jobs.get(w.job_id)
+        job = None if w.job_id is None else self._jobs.get(w.job_id)
         if job is None or w.partition is None or not 0 <= w.partition < len(job.partitions):
             return None
         part = job.partitions[w.partition]
@@ -123,15 +124,18 @@ class StatusTracker:
         nxt = math.inf
         stuck = purged = False
         for job_id, job in list(self._finished.items()):
-            if job.finished_at <= horizon:
+            finished_at = job.finished_at
+            if finished_at is None:  # only finished jobs are in _finished
+                continue
+            if finished_at <= horizon:
                 if job.active == 0:
                     del self._finished[job_id]
                     del self._jobs[job_id]
                     purged = True
                 else:
                     stuck = True       # re-checked on later calls until its partitions settle
-            elif job.finished_at + self._grace < nxt:
-                nxt = job.finished_at + self._grace
+            elif finished_at + self._grace < nxt:
+                nxt = finished_at + self._grace
         self._next_purge = nxt
         self._stuck = stuck
         if purged:
@@ -371,15 +375,13 @@ class StatusTracker:
         now = self._clock()
         with self._lock:
             w = self._worker(worker_id)
-            if w.state is PROVING:
-                job = self._jobs.get(w.job_id)
-                if job is not None:
-                    part = job.partitions[w.partition]
-                    if part.state is GPU and part.worker_id == worker_id:
-                        self._leave(job, part)
-                        part.close_open_phase(now)
-                        part.state = FAILED
-                        part.error = f"worker {worker_id!r}: {error}"
+            if w.state is PROVING and w.job_id is not None and w.partition is not None:
+                part = self._held_in_gpu(w)
+                if part is not None:
+                    self._leave(self._jobs[w.job_id], part)
+                    part.close_open_phase(now)
+                    part.state = FAILED
+                    part.error = f"worker {worker_id!r}: {error}"
                 self._release(worker_id, w.job_id, w.partition)
             w.state = ERROR
             w.error = str(error)
@@ -422,7 +424,7 @@ class StatusTracker:
             finally:
                 self._waiters -= 1
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """The snapshot (docs/SNAPSHOT.md), JSON-serializable; state is copied under the lock, formatted outside."""
         budget = self._budget
         memory = (budget.total_bytes, budget.used_bytes) if budget is not None else (0, 0)

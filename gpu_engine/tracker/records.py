@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from gpu_engine.kinds import kind_label
-
 from gpu_engine.vocabulary import IDLE, PENDING
 
 
@@ -19,7 +18,7 @@ class WorkerRecord:
     def __init__(self, worker_id: Hashable, gpu_ordinal: int) -> None:
         self.worker_id = worker_id
         self.gpu_ordinal = gpu_ordinal
-        self.state = IDLE
+        self.state: str = IDLE
         self.job_id: str | None = None
         self.partition: int | None = None
         self.proof_kind: str | None = None
@@ -30,6 +29,15 @@ class WorkerRecord:
 class PartitionRecord:
     __slots__ = ("state", "synth_start", "synth_end", "gpu_start", "gpu_end", "fin_start",
                  "fin_end", "worker_id", "error")
+    state: str
+    synth_start: float | None
+    synth_end: float | None
+    gpu_start: float | None
+    gpu_end: float | None
+    fin_start: float | None
+    fin_end: float | None
+    worker_id: Hashable | None
+    error: str | None
 
     def __init__(self) -> None:
         self.reset()

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.schema import Gpu, GpuWorker, Partition, Pipeline, Snapshot
 from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import FAILED, QUEUED, RUNNING
+
 
 def _utc_now_iso() -> str:
     return datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="milliseconds").replace(
@@ -27,8 +29,8 @@ def _ms(start: float | None, end: float | None, now: float) -> float | None:
     return round(((now if end is None else end) - start) * 1000.0, 1)
 
 
-def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], int]:
-    out = []
+def _partitions(rows: list[tuple[Any, ...]], now: float) -> tuple[list[Partition], int]:
+    out: list[Partition] = []
     append = out.append
     failed = 0
     for index, (state, ss, se, gs, ge, fs, fe, worker_id, error) in enumerate(rows):
@@ -46,10 +48,10 @@ def _partitions(rows: list[tuple], now: float) -> tuple[list[dict[str, Any]], in
     return out, failed
 
 
-def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], jobs: list[tuple],
-                    workers: list[tuple]) -> dict[str, Any]:
+def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], jobs: list[tuple[Any, ...]],
+                    workers: list[tuple[Any, ...]]) -> Snapshot:
     """Build the snapshot dict from the copies taken under the tracker's lock."""
-    pipelines = []
+    pipelines: list[Pipeline] = []
     for job_id, kind, label, registered, running, finished_at, outcome, done, total, rows in jobs:
         parts, failed = _partitions(rows, now)
         if finished_at is not None:
@@ -68,7 +70,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
             "partitions_failed": failed,
             "partitions": parts,
         })
-    gpu_workers = [
+    gpu_workers: list[GpuWorker] = [
         {
             "worker_id": worker_id,
             "gpu_ordinal": ordinal,
@@ -83,7 +85,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
         for worker_id, ordinal, wstate, job_id, partition, kind, busy_since, error in workers
     ]
     total, used = memory
-    snap = {
+    snap: Snapshot = {
         "engine_id": None,
         "seq": state["seq"],
         "generated_at": _utc_now_iso(),
@@ -93,7 +95,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
         "synthesis": {"max_concurrent": state["synth_max"], "active": state["synth_active"]},
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
-        "gpus": [dict(g) for g in state["gpus"]],
+        "gpus": [cast(Gpu, dict(g)) for g in state["gpus"]],  # rows of GPU_KEYS (set_gpus)
         "counters": {
             "total_completed": state["total_completed"],
             "total_failed": state["total_failed"],
@@ -102,6 +104,7 @@ def format_snapshot(now: float, state: dict[str, Any], memory: tuple[int, int], 
             "failed_by_kind": state["failed_by_kind"],
             "queue_depth": state["queue_depth"],
         },
+        "consistency": [],
     }
     snap["consistency"] = check_consistency(snap)  # our tracker keeps it empty; shown for every engine alike
     return snap
