@@ -109,5 +109,5 @@ class Snapshot(TypedDict):
 
 def required_keys(shape: type) -> tuple[str, ...]:
     """The keys a producer always sends, in declaration order."""
-    required: frozenset[str] = getattr(shape, "__required_keys__")
+    required: frozenset[str] = shape.__required_keys__  # type: ignore[attr-defined]  # any TypedDict
     return tuple(k for k in shape.__annotations__ if k in required)
