@@ -141,3 +141,11 @@ def housekeep() -> Swept:
                  "than %s days), %d orphan item folder(s)", swept.staging, swept.items, retention_days(),
                  swept.orphans)
     return swept
+
+
+def housekeep_quietly() -> None:
+    """`housekeep()` for the engine (at start, hourly): a failure is logged, never fatal."""
+    try:
+        housekeep()
+    except Exception:  # noqa: BLE001 - leftover files are not worth an engine that stops
+        log.exception("circuit housekeeping failed")
