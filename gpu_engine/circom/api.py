@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_engine.circom.keycache import load_key
-from gpu_engine.circom.prover import CircuitKey, CircuitWitness, make_witness, prove_device, prove_finalize
+from gpu_engine.circom.prover import CircuitKey, CircuitWitness, make_witness, prove_device
 from gpu_engine.circom.r1cs import R1cs, UnsatisfiedWitness, check_rows, read_r1cs
 from gpu_engine.circom.sandbox import DEFAULT_DEADLINE_SECS, DEFAULT_MEMORY_BYTES, WasmBounds
 from gpu_engine.circom.wtns import read_wtns
+from gpu_engine.groth16.prover import prove_finalize
 from gpu_engine.groth16.verifier import verify_partition
 
 __all__ = ["CircuitKey", "CircuitRef", "CircuitWitness", "InvalidWitness", "UnsatisfiedWitness", "load",
