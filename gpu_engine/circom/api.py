@@ -67,12 +67,12 @@ def witness_values(ref: CircuitRef, key: CircuitKey, item_path: str) -> list[int
         return read_wtns(raw, expected_count=key.num_vars)
     if not ref.wasm_path:
         raise ValueError(f"circuit {ref.name} has no witness calculator (.wasm) registered")
-    from gpu_engine.circom.witness import calculate_witness
+    from gpu_engine.circom.witness import calculator_for
 
-    values = calculate_witness(ref.wasm_path, json.loads(raw), ref.witness_bounds())
-    if len(values) != key.num_vars:
-        raise ValueError(f"the wasm computed {len(values)} wires, the zkey of {ref.name} has {key.num_vars}")
-    return values
+    calc = calculator_for(ref.wasm_path, ref.witness_bounds())
+    if calc.witness_size != key.num_vars:  # asked before the host allocates a buffer of that many wires
+        raise ValueError(f"the wasm makes {calc.witness_size} wires, the zkey of {ref.name} has {key.num_vars}")
+    return calc.calculate(json.loads(raw))
 
 
 class InvalidWitness(ValueError):
