@@ -191,9 +191,10 @@ class CircuitForm(forms.Form):
             except IntegrityError:
                 # A concurrent registration took the name after clean_name (the files stored by content
                 # hash may be the winner's too, so they stay).
-                if Circuit.objects.filter(name=data["name"]).exists():
-                    self.add_error("name", taken_message(data["name"]))
-                    raise CircuitNameTaken(taken_message(data["name"])) from None
+                name = data["name"]
+                if Circuit.objects.filter(name=name).exists():
+                    self.add_error("name", taken_message(name))  # (drops "name" from cleaned_data)
+                    raise CircuitNameTaken(taken_message(name)) from None
                 raise
         finally:
             self.discard()

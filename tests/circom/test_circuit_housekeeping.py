@@ -113,3 +113,22 @@ def test_an_unnamed_items_folder_is_removed_once_no_submit_can_be_writing_it(set
     os.utime(kept_dir, (old, old))
     assert housekeeping.housekeep().orphans == 1
     assert not stale.exists() and fresh.exists() and kept_dir.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_requeued_job_whose_items_were_removed_fails_its_claim_with_the_reason(settings, multiplier_circuit,
+                                                                                 params_dir):
+    from gpu_engine import queue
+    from tests.circom.registered import make_engine
+    from tests.engine.helpers import all_final, running, wait_for
+
+    settings.CIRCUIT_ITEMS_RETENTION_DAYS = 0
+    circuit = register(multiplier_circuit, "mult", wasm=True, r1cs=False)
+    cj = _finished_job(circuit, "expired", "failed", 0.001)
+    assert housekeeping.housekeep().items == 1
+    ProofJob.objects.filter(pk=cj.job_id).update(status="queued", finished_at=None, error="", attempts=0)
+    assert queue.queue_depth() == 1
+    with running(make_engine(params_dir)):
+        wait_for(lambda: all_final(["expired"]), timeout=60)
+    job = ProofJob.objects.get(job_id="expired")
+    assert job.status == "failed" and "CIRCUIT_ITEMS_RETENTION_DAYS" in job.error, job.error

@@ -66,6 +66,27 @@ def test_a_circuit_registers_without_its_sym(multiplier_circuit, capsys):
     assert "checked by the wasm" in capsys.readouterr().out
 
 
+@pytest.mark.django_db
+def test_a_name_taken_while_the_files_are_validated_gets_the_duplicate_answer(multiplier_circuit, monkeypatch):
+    """The race made certain: another registration stores the name while this one reads its zkey."""
+    from gpu_engine.circom.forms import CircuitForm
+
+    validate = CircuitForm._validate_files
+
+    def competitor_wins_meanwhile(self, data):
+        validate(self, data)
+        if not Circuit.objects.filter(name="raced").exists():
+            monkeypatch.setattr(CircuitForm, "_validate_files", validate)
+            call_command("addcircuit", "raced", "--zkey", str(multiplier_circuit.zkey))
+
+    monkeypatch.setattr(CircuitForm, "_validate_files", competitor_wins_meanwhile)
+    with pytest.raises(CommandError) as err:
+        call_command("addcircuit", "raced", "--zkey", str(multiplier_circuit.zkey))
+    assert str(err.value) == "circuit not registered:\n  name: a circuit named 'raced' is already registered"
+    assert err.value.returncode == 1
+    assert Circuit.objects.filter(name="raced").count() == 1
+
+
 RACE = """
 import sys, django
 django.setup()
