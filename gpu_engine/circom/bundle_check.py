@@ -18,6 +18,7 @@ Pure (no Django).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from gpu_engine.groth16.binding import BundleCheck
 from gpu_engine.groth16.bundle import parse_bundle, parse_fingerprint
@@ -33,7 +34,7 @@ def check_circuit_bundle(bundle: object, vk: VerifyingKey, *,
     kind, job_id, embedded, parts = parse_bundle(bundle)
     fingerprint = vk.fingerprint()
     check = BundleCheck(kind, job_id, fingerprint)
-    named = parse_fingerprint(bundle)  # type: ignore[arg-type] - parse_bundle proved it is a dict
+    named = parse_fingerprint(cast(dict, bundle))  # parse_bundle proved it is a dict
     if named is None:
         check.notes.append("vk_fingerprint: absent (a bundle made before bundles named their key)")
     elif named != fingerprint:

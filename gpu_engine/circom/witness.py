@@ -158,7 +158,7 @@ class _Instance:
 
     def _message(self) -> str:
         """circom's message, a char per call; a message that never ends is cut (the deadline holds too)."""
-        chars = []
+        chars: list[str] = []
         while (c := self.call("getMessageChar")) != 0:
             if len(chars) >= sandbox.MAX_MESSAGE_CHARS:
                 chars.append(" [cut]")
