@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.exceptions import SynchronousOnlyOperation
+from django.core.exceptions import ImproperlyConfigured, SynchronousOnlyOperation
 from django.db import DatabaseError
 
 from gpu_engine.circom.api import CircuitRef
@@ -47,7 +47,10 @@ def path_of(relative: str) -> str:
 
 def witness_bounds() -> WasmBounds:
     """The box of every witness calculator run (CIRCUIT_WITNESS_TIMEOUT, CIRCUIT_WITNESS_MEMORY)."""
-    return WasmBounds(float(settings.CIRCUIT_WITNESS_TIMEOUT), int(settings.CIRCUIT_WITNESS_MEMORY))
+    try:
+        return WasmBounds(float(settings.CIRCUIT_WITNESS_TIMEOUT), int(settings.CIRCUIT_WITNESS_MEMORY))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"CIRCUIT_WITNESS_TIMEOUT / CIRCUIT_WITNESS_MEMORY: {exc}") from None
 
 
 def circuit_ref(circuit: Circuit) -> CircuitRef:

@@ -73,7 +73,9 @@ def test_sigterm_does_not_wait_for_a_looping_calculator(tmp_path, params_dir, mu
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+    elapsed = time.monotonic() - started
     assert code == 0, site.log()
-    assert time.monotonic() - started < 30
+    assert elapsed < 30
+    print(f"\nSIGTERM with a looping calculator (deadline 3 s): runprover exited in {elapsed:.2f} s")
     status, error = site.query("SELECT status, error FROM gpu_engine_proofjob WHERE job_id = 'spin'")[0]
     assert status == "failed" and "ran past its deadline of 3 s" in error, (status, error)
