@@ -9,14 +9,14 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from gpu_engine import formatting, queue, validation
 from gpu_engine.circom import registry
-from gpu_engine.circom.forms import CircuitForm
+from gpu_engine.circom.forms import CircuitForm, CircuitNameTaken
 from gpu_engine.kinds import PROOF_KINDS, get_kind, kind_label
 from gpu_engine.models import KIND_CHOICES, Circuit, EngineHost, JobStatus, PartitionRun, ProofJob
 
@@ -277,6 +277,13 @@ class CircuitAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         return () if obj is None else self.readonly_fields
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except CircuitNameTaken as exc:  # lost a race for the name with another registration
+            self.message_user(request, f"circuit not registered: {exc}", messages.ERROR)
+            return HttpResponseRedirect(request.path)
 
     def save_form(self, request: HttpRequest, form, change: bool):
         if not change:  # registering: the form copies the files, converts the key, stores the row

@@ -24,8 +24,16 @@ def path_limits() -> dict[str, int]:
     A limit above Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` is refused by the system check
     `vastmanager.E003` (Django would refuse the body itself): raise both together."""
     # Job submission may carry a circom circuit's batch of witnesses or inputs; the view holds
-    # built-in kinds to MAX_REQUEST_BYTES itself.
-    return {"/api/jobs": max(default_limit(), int(settings.CIRCUIT_MAX_BODY))}
+    # built-in kinds to MAX_REQUEST_BYTES itself. The admin's Circuits -> Add uploads a circuit's
+    # zkey, wasm, sym and r1cs: the registration form (as `addcircuit`) gets the circuit limit.
+    circuit = max(default_limit(), int(settings.CIRCUIT_MAX_BODY))
+    return {"/api/jobs": circuit, circuit_admin_add_path(): circuit}
+
+
+def circuit_admin_add_path() -> str:
+    from django.urls import reverse
+
+    return reverse("admin:gpu_engine_circuit_add")
 
 
 def default_limit() -> int:

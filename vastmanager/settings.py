@@ -165,6 +165,12 @@ CIRCUITS_DIR = Path(env_str("VASTMANAGER_CIRCUITS_DIR", str(DATA_DIR / "circuits
 CIRCUIT_MAX_BODY = env_int("CIRCUIT_MAX_BODY", 64 * 1024 * 1024)
 # Most witnesses or inputs (partitions) in one circuit job.
 CIRCUIT_MAX_BATCH = env_int("CIRCUIT_MAX_BATCH", 256)
+# Every run of a circuit's witness calculator (registration, submission checks, synthesis) is boxed:
+# wall-clock seconds per calculation and bytes of wasm linear memory (gpu_engine/circom/sandbox.py).
+CIRCUIT_WITNESS_TIMEOUT = env_float("CIRCUIT_WITNESS_TIMEOUT", 60.0)
+CIRCUIT_WITNESS_MEMORY = env_int("CIRCUIT_WITNESS_MEMORY", 2 << 30)
+# Days a finished (done, failed, cancelled) circuit job keeps its stored witnesses/inputs on disk.
+CIRCUIT_ITEMS_RETENTION_DAYS = env_float("CIRCUIT_ITEMS_RETENTION_DAYS", 7.0)
 # A multipart batch sends one witness file per partition: Django's file count limit must admit a batch.
 DATA_UPLOAD_MAX_NUMBER_FILES = max(100, CIRCUIT_MAX_BATCH + 1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(MAX_REQUEST_BYTES, CIRCUIT_MAX_BODY)

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_engine.circom.keycache import load_key
-from gpu_engine.circom.prover import CircuitKey, CircuitWitness, make_witness, prove_device, prove_finalize
+from gpu_engine.circom.prover import CircuitKey, CircuitWitness, make_witness, prove_device
 from gpu_engine.circom.r1cs import R1cs, UnsatisfiedWitness, check_rows, read_r1cs
+from gpu_engine.circom.sandbox import DEFAULT_DEADLINE_SECS, DEFAULT_MEMORY_BYTES, WasmBounds
 from gpu_engine.circom.wtns import read_wtns
+from gpu_engine.groth16.prover import prove_finalize
 from gpu_engine.groth16.verifier import verify_partition
 
 __all__ = ["CircuitKey", "CircuitRef", "CircuitWitness", "InvalidWitness", "UnsatisfiedWitness", "load",
@@ -35,6 +37,11 @@ class CircuitRef:
     key_path: str       # the converted key next to the zkey
     wasm_path: str = ""  # the witness calculator, when registered
     r1cs_path: str = ""  # the constraints, when registered: witnesses are checked before proving
+    witness_timeout: float = DEFAULT_DEADLINE_SECS  # the calculator's box (CIRCUIT_WITNESS_TIMEOUT)
+    witness_memory: int = DEFAULT_MEMORY_BYTES      # and its memory (CIRCUIT_WITNESS_MEMORY)
+
+    def witness_bounds(self) -> WasmBounds:
+        return WasmBounds(self.witness_timeout, self.witness_memory)
 
 
 def load(ref: CircuitRef) -> CircuitKey:
@@ -60,12 +67,12 @@ def witness_values(ref: CircuitRef, key: CircuitKey, item_path: str) -> list[int
         return read_wtns(raw, expected_count=key.num_vars)
     if not ref.wasm_path:
         raise ValueError(f"circuit {ref.name} has no witness calculator (.wasm) registered")
-    from gpu_engine.circom.witness import calculate_witness
+    from gpu_engine.circom.witness import calculator_for
 
-    values = calculate_witness(ref.wasm_path, json.loads(raw))
-    if len(values) != key.num_vars:
-        raise ValueError(f"the wasm computed {len(values)} wires, the zkey of {ref.name} has {key.num_vars}")
-    return values
+    calc = calculator_for(ref.wasm_path, ref.witness_bounds())
+    if calc.witness_size != key.num_vars:  # asked before the host allocates a buffer of that many wires
+        raise ValueError(f"the wasm makes {calc.witness_size} wires, the zkey of {ref.name} has {key.num_vars}")
+    return calc.calculate(json.loads(raw))
 
 
 class InvalidWitness(ValueError):

@@ -9,15 +9,16 @@ converts them again), and stores the header numbers and snarkjs's verification k
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from django import forms
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
-from gpu_engine.circom import registry, snarkjs_json
+from gpu_engine.circom import housekeeping, registry, snarkjs_json
 from gpu_engine.circom.binfile import CircomFormatError
 from gpu_engine.circom.keycache import dump_key, write_key
 from gpu_engine.circom.r1cs import read_r1cs, same_ab
@@ -30,6 +31,10 @@ from gpu_engine.models import Circuit
 KEYS_SUBDIR = "keys"
 
 
+class CircuitNameTaken(ValueError):
+    """Another registration stored the same name between this one's check and its save."""
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -38,17 +43,23 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def taken_message(name: str) -> str:
+    return f"a circuit named {name!r} is already registered"
+
+
 class CircuitForm(forms.Form):
     name = forms.CharField(max_length=32, help_text="Lower-case letters, digits, . _ - (the proof kind's name).")
     label = forms.CharField(max_length=200, required=False, help_text="The full label the panel shows.")
     zkey = forms.FileField(help_text="snarkjs Groth16 key for BLS12-381 (circom --prime bls12381).")
     wasm = forms.FileField(required=False, help_text="circom's witness calculator: jobs may then send inputs.")
-    sym = forms.FileField(required=False, help_text="circom's .sym (the input signal names; needed with the wasm).")
+    sym = forms.FileField(required=False, help_text="circom's .sym (the input signal names, for inputs checked by "
+                                                    "name; without it the wasm is asked).")
     r1cs = forms.FileField(required=False, help_text="The constraints: witnesses are checked before proving.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._staging: Path | None = None
+        self._staging_lock: int | None = None
         self.staged: dict[str, Path] = {}
 
     def clean_name(self) -> str:
@@ -59,7 +70,7 @@ class CircuitForm(forms.Form):
         if name in PROOF_KINDS:
             raise forms.ValidationError(f"{name!r} is a built-in proof kind")
         if Circuit.objects.filter(name=name).exists():
-            raise forms.ValidationError(f"a circuit named {name!r} is already registered")
+            raise forms.ValidationError(taken_message(name))
         return name
 
     def _stage(self, field: str) -> Path | None:
@@ -69,7 +80,9 @@ class CircuitForm(forms.Form):
         if self._staging is None:
             root = registry.circuits_dir()
             root.mkdir(parents=True, exist_ok=True)
-            self._staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+            housekeeping.sweep_staging(root)  # what a killed registration left
+            self._staging = Path(tempfile.mkdtemp(prefix=housekeeping.STAGING_PREFIX, dir=root))
+            self._staging_lock = housekeeping.lock_staging(self._staging)
         path = self._staging / f"upload.{field}"
         with open(path, "wb") as out:
             for chunk in upload.chunks():
@@ -119,20 +132,19 @@ class CircuitForm(forms.Form):
     @staticmethod
     def _wasm_signals(wasm_path: Path, sym_path: Path | None, num_vars: int) -> dict[str, int]:
         from gpu_engine.circom.inputs import WitnessError
-        from gpu_engine.circom.signals import input_signals
+        from gpu_engine.circom.signals import signals_of
         from gpu_engine.circom.witness import WitnessCalculator
 
-        if sym_path is None:
-            raise forms.ValidationError({"sym": "the wasm needs its .sym (circom --sym) to name the input signals"})
         try:
-            calc = WitnessCalculator(wasm_path)
+            calc = WitnessCalculator(wasm_path, registry.witness_bounds())
             if calc.prime != R:
                 raise forms.ValidationError({"wasm": "the witness calculator is not for BLS12-381 "
                                                      "(compile with circom --prime bls12381)"})
             if calc.witness_size != num_vars:
                 raise forms.ValidationError({"wasm": f"the witness calculator makes {calc.witness_size} wires, "
                                                      f"the zkey's circuit has {num_vars}"})
-            return input_signals(wasm_path, sym_path)
+            # Without the .sym the names stay unknown: submitted inputs are then checked by the wasm.
+            return signals_of(calc, sym_path) if sym_path is not None else {}
         except WitnessError as exc:
             raise forms.ValidationError({"wasm": str(exc)}) from None
 
@@ -140,6 +152,9 @@ class CircuitForm(forms.Form):
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+        if self._staging_lock is not None:
+            os.close(self._staging_lock)
+            self._staging_lock = None
 
     def save(self) -> Circuit:
         """Files into place by content hash, the converted key beside the zkey, then the row."""
@@ -164,14 +179,23 @@ class CircuitForm(forms.Form):
                 write_key(registry.circuits_dir() / key_rel, dump_key(zkey, digest))
             h = zkey.header
             vk = VerifyingKey(zkey.alpha_g1, zkey.beta_g2, zkey.gamma_g2, zkey.delta_g2, zkey.ic)
-            with transaction.atomic():
-                circuit = Circuit.objects.create(
-                    name=data["name"], label=data.get("label") or data["name"], zkey_sha256=digest,
-                    zkey_file=stored["zkey"], key_file=key_rel, wasm_file=stored["wasm"], sym_file=stored["sym"],
-                    r1cs_file=stored["r1cs"], num_constraints=h.num_constraints, num_wires=h.num_vars,
-                    num_public=h.num_public, domain_size=h.domain_size, input_signals=data["_signals"],
-                    vkey=snarkjs_json.verification_key(vk),
-                )
+            try:
+                with transaction.atomic():
+                    circuit = Circuit.objects.create(
+                        name=data["name"], label=data.get("label") or data["name"], zkey_sha256=digest,
+                        zkey_file=stored["zkey"], key_file=key_rel, wasm_file=stored["wasm"], sym_file=stored["sym"],
+                        r1cs_file=stored["r1cs"], num_constraints=h.num_constraints, num_wires=h.num_vars,
+                        num_public=h.num_public, domain_size=h.domain_size, input_signals=data["_signals"],
+                        vkey=snarkjs_json.verification_key(vk),
+                    )
+            except IntegrityError:
+                # A concurrent registration took the name after clean_name (the files stored by content
+                # hash may be the winner's too, so they stay).
+                name = data["name"]
+                if Circuit.objects.filter(name=name).exists():
+                    self.add_error("name", taken_message(name))  # (drops "name" from cleaned_data)
+                    raise CircuitNameTaken(taken_message(name)) from None
+                raise
         finally:
             self.discard()
         registry.forget_labels()

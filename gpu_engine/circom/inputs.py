@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 MAX_DIGITS = 200  # a field element has 78 decimal digits; longer strings are refused unparsed
+# Levels of arrays and objects within each other in one input (circom's arrays and buses need a few).
+MAX_DEPTH = 32
 _DECIMAL = re.compile(r"-?[0-9]+")
 _PREFIXED = re.compile(r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 
@@ -50,45 +52,66 @@ def parse_value(value: Any, signal: str, prime: int) -> int:
     return value % prime
 
 
-def _flat_values(value: Any, signal: str, prime: int, out: list[int]) -> None:
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _flat_values(item, signal, prime, out)
-    else:
-        out.append(parse_value(value, signal, prime))
+def _too_deep(signal: str) -> WitnessInputError:
+    shown = signal if len(signal) <= 60 else signal[:57] + "..."
+    where = f" at input signal {shown!r}" if signal else ""
+    return WitnessInputError(f"a circuit input is nested more than {MAX_DEPTH} levels deep{where} (arrays and "
+                             "objects within each other)", signal=signal or None)
+
+
+def _flat_values(value: Any, signal: str, prime: int, depth: int) -> list[int]:
+    """A signal's values in order: nested lists flattened, iteratively (no recursion to exhaust)."""
+    out: list[int] = []
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, tuple)):
+            if level >= MAX_DEPTH:
+                raise _too_deep(signal)
+            stack.extend((child, level + 1) for child in reversed(item))
+        else:
+            out.append(parse_value(item, signal, prime))
+    return out
 
 
 def _is_object_list(value: Sequence[Any]) -> bool:
     """A list whose leaves are objects (an array of buses), as circom's qualify_input decides."""
     first = value
-    while isinstance(first, (list, tuple)) and first:
+    for _ in range(MAX_DEPTH + 1):
+        if not (isinstance(first, (list, tuple)) and first):
+            break
         first = first[0]
     return isinstance(first, Mapping)
 
 
-def _qualify(prefix: str, value: Any, prime: int, out: dict[str, list[int]]) -> None:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str) or not key:
-                raise WitnessInputError(f"input signal names must be non-empty strings, got {key!r}")
-            _qualify(f"{prefix}.{key}" if prefix else key, item, prime, out)
-    elif isinstance(value, (list, tuple)) and value and _is_object_list(value):
-        for i, item in enumerate(value):
-            if not isinstance(item, (Mapping, list, tuple)):
-                raise WitnessInputError(f"input signal {prefix!r}: mixes objects and values", signal=prefix)
-            _qualify(f"{prefix}[{i}]", item, prime, out)
-    else:
-        values: list[int] = []
-        _flat_values(value, prefix, prime, values)
-        if prefix in out:
-            raise WitnessInputError(f"input signal {prefix!r} is given twice", signal=prefix)
-        out[prefix] = values
-
-
 def flatten_inputs(inputs: Any, prime: int) -> dict[str, list[int]]:
-    """{signal name: its values in order}, every value checked and reduced modulo `prime`."""
+    """{signal name: its values in order}, every value checked and reduced modulo `prime`.
+
+    The one walk of an input, at the door and in the witness calculator alike: iterative, and
+    refusing nesting deeper than MAX_DEPTH with the signal's name (never a RecursionError)."""
     if not isinstance(inputs, Mapping):
         raise WitnessInputError(f"a circuit input is a JSON object of signals, got {type(inputs).__name__}")
     out: dict[str, list[int]] = {}
-    _qualify("", inputs, prime, out)
+    stack: list[tuple[str, Any, int]] = [("", inputs, 0)]
+    while stack:
+        prefix, value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(prefix)
+        if isinstance(value, Mapping):
+            children = []
+            for key, item in value.items():
+                if not isinstance(key, str) or not key:
+                    raise WitnessInputError(f"input signal names must be non-empty strings, got {key!r}")
+                children.append((f"{prefix}.{key}" if prefix else key, item, depth + 1))
+            stack.extend(reversed(children))
+        elif isinstance(value, (list, tuple)) and value and _is_object_list(value):
+            for item in value:
+                if not isinstance(item, (Mapping, list, tuple)):
+                    raise WitnessInputError(f"input signal {prefix!r}: mixes objects and values", signal=prefix)
+            stack.extend((f"{prefix}[{i}]", item, depth + 1) for i, item in reversed(list(enumerate(value))))
+        else:
+            values = _flat_values(value, prefix, prime, depth)
+            if prefix in out:
+                raise WitnessInputError(f"input signal {prefix!r} is given twice", signal=prefix)
+            out[prefix] = values
     return out

@@ -66,14 +66,19 @@ def decode_witness(circuit: Circuit, item: Any, where: str) -> bytes:
 
 def check_input(circuit: Circuit, item: Any, where: str) -> bytes:
     """One input object checked against the circuit's signals; its JSON, as stored."""
-    from gpu_engine.circom.inputs import WitnessInputError
-    from gpu_engine.circom.signals import validate_inputs
+    from gpu_engine.circom.inputs import WitnessError
+    from gpu_engine.circom.signals import validate_inputs, validate_with_calculator
+    from gpu_engine.circom.witness import calculator_for
 
     if not circuit.wasm_file:
         raise queue.JobError(f"circuit {circuit.name} was registered without its .wasm: send witnesses, not inputs")
     try:
-        validate_inputs(circuit.input_signals, item, R)
-    except WitnessInputError as exc:
+        if circuit.sym_file:  # the names are known: checked by name, without running the wasm
+            validate_inputs(circuit.input_signals, item, R)
+        else:  # no .sym: the wasm (in its box) says which names it takes and their sizes
+            calc = calculator_for(registry.path_of(circuit.wasm_file), registry.witness_bounds())
+            validate_with_calculator(calc, item)
+    except WitnessError as exc:
         raise queue.JobError(f"{where}: {exc}") from None
     return json.dumps(item, separators=(",", ":")).encode()
 

@@ -1,15 +1,14 @@
 """The converted key: a zkey's points and coefficients in this engine's forms, stored once.
 
 Registration parses the zkey (every point checked) and writes this file next to it, so no
-proof ever parses or converts a zkey again. Layout: MAGIC | u32 header length | JSON header |
-blobs (points as arkworks affine big-endian x||y, coefficients as u32 row, u32 signal, 32-byte
-big-endian value) | sha256 of everything before. Points are read back without curve checks:
-the checksum proves they are the bytes written after the checked conversion.
+proof ever parses or converts a zkey again. The file is the engine's one key container
+(`groth16/keyfile.py`: magic, JSON header, blobs, sha256 trailer); the blobs are points as
+arkworks affine big-endian x||y and coefficients as u32 row, u32 signal, 32-byte big-endian
+value. Points are read back without curve checks: the checksum proves they are the bytes
+written after the checked conversion.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import struct
 import threading
 from pathlib import Path
@@ -19,7 +18,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from gpu_engine.circom.prover import CircuitKey
 from gpu_engine.circom.zkey import Zkey
 from gpu_engine.groth16.keys import VerifyingKey
-from gpu_engine.groth16.params_cache import write_atomic
+from gpu_engine.groth16.keyfile import KeyFileError, pack, unpack, write_atomic
 from gpu_engine.groth16.points import g1_from_bytes_unchecked, g2_from_bytes_unchecked
 
 MAGIC = b"VMCIRC\x01\x00"
@@ -28,7 +27,7 @@ G1_LEN, G2_LEN, COEF_LEN = 96, 192, 40
 _G1_VECTORS = ("ic", "a_g1", "b_g1", "c_g1", "h_g1")
 
 
-class KeyCacheError(ValueError):
+class KeyCacheError(KeyFileError):
     """A converted key that must not be used (corrupt, truncated, or for another zkey)."""
 
 
@@ -45,16 +44,13 @@ def dump_key(zkey: Zkey, zkey_sha256: str) -> bytes:
         "counts": {**{k: len(v) for k, v in vectors.items()}, "b_g2": len(zkey.b_g2),
                    "a_coeffs": len(zkey.a_coeffs), "b_coeffs": len(zkey.b_coeffs)},
     }
-    hb = json.dumps(header, sort_keys=True).encode()
-    parts = [MAGIC, struct.pack("<I", len(hb)), hb]
-    parts += [p.to_xy_bytes_be() for p in (zkey.alpha_g1, zkey.beta_g1, zkey.delta_g1)]
+    parts = [p.to_xy_bytes_be() for p in (zkey.alpha_g1, zkey.beta_g1, zkey.delta_g1)]
     parts += [p.to_xy_bytes_be() for p in (zkey.beta_g2, zkey.gamma_g2, zkey.delta_g2)]
     for name in _G1_VECTORS:
         parts += [p.to_xy_bytes_be() for p in vectors[name]]
     parts += [p.to_xy_bytes_be() for p in zkey.b_g2]
     parts += [_coef_blob(zkey.a_coeffs), _coef_blob(zkey.b_coeffs)]
-    body = b"".join(parts)
-    return body + hashlib.sha256(body).digest()
+    return pack(MAGIC, header, parts)
 
 
 def write_key(path: Path, data: bytes) -> None:
@@ -72,27 +68,11 @@ def _coeffs(raw: memoryview, count: int) -> list[tuple[int, int, int]]:
 
 
 def load_key_bytes(raw: bytes, name: str, expected_zkey_sha256: str) -> CircuitKey:
-    if len(raw) < len(MAGIC) + 4 + 32 or not raw.startswith(MAGIC):
-        raise KeyCacheError("not a converted circuit key (bad magic or truncated)")
-    body = memoryview(raw)[:-32]
-    if hashlib.sha256(body).digest() != raw[-32:]:
-        raise KeyCacheError("checksum mismatch (corrupt or truncated converted key)")
-    (hlen,) = struct.unpack_from("<I", body, len(MAGIC))
-    pos = len(MAGIC) + 4
-    header = json.loads(bytes(body[pos:pos + hlen]))
-    pos += hlen
-    if header.get("format") != FORMAT:
-        raise KeyCacheError(f"converted key format {header.get('format')!r}, expected {FORMAT}")
+    header, blobs = unpack(raw, MAGIC, what="converted circuit key", error=KeyCacheError, format_version=FORMAT)
     if header.get("zkey_sha256") != expected_zkey_sha256:
         raise KeyCacheError("the converted key belongs to another zkey")
     counts = header["counts"]
-
-    def take(size: int) -> memoryview:
-        nonlocal pos
-        if pos + size > len(body):
-            raise KeyCacheError("converted key is shorter than its header says")
-        pos += size
-        return body[pos - size:pos]
+    take = blobs.take
 
     def g1s(count: int) -> list[G1Point]:
         blob = take(count * G1_LEN)
@@ -108,8 +88,7 @@ def load_key_bytes(raw: bytes, name: str, expected_zkey_sha256: str) -> CircuitK
     b_g2 = g2s(counts["b_g2"])
     a_coeffs = _coeffs(take(counts["a_coeffs"] * COEF_LEN), counts["a_coeffs"])
     b_coeffs = _coeffs(take(counts["b_coeffs"] * COEF_LEN), counts["b_coeffs"])
-    if pos != len(body):
-        raise KeyCacheError("converted key is longer than its header says")
+    blobs.done()
     return CircuitKey(
         name=name, key_hash=expected_zkey_sha256, num_vars=header["num_vars"], num_public=header["num_public"],
         domain_size=header["domain_size"], num_constraints=header["num_constraints"],

@@ -5,7 +5,7 @@ NTTs, then its MSM), the G2 MSM for B, and the G1 MSMs for A, B1 and C are five 
 holds the GIL for a whole MSM, so threads would run them one after another; pool children run
 them side by side. Each child loads the circuit's converted key once (`api.load`, cached per
 process), so only scalars cross the process boundary and only points (bytes) come back. The
-assembly is the prover's own (`prover.prove_finalize`, given the B2 MSM already computed).
+assembly is the one CPU tail (`groth16.prover.prove_finalize`, given the B2 MSM already computed).
 
 Pure: no Django, safe in the proving pool. The pool is a `gpu_engine.engine.pools.ProcessPool`
 (or anything with `submit(fn, *args) -> Future`); `preload_key(ref)` warms its children.
@@ -19,7 +19,7 @@ from typing import Any
 from py_arkworks_bls12381 import G1Point, G2Point
 
 from gpu_engine.circom.api import CircuitRef, load
-from gpu_engine.circom.prover import CircuitKey, CircuitWitness, prove_finalize
+from gpu_engine.circom.prover import CircuitKey, CircuitWitness
 from gpu_engine.groth16.field import R, fr_random
 from gpu_engine.groth16.points import (
     g1_from_bytes_unchecked,
@@ -27,7 +27,7 @@ from gpu_engine.groth16.points import (
     g2_from_bytes_unchecked,
     g2_to_bytes,
 )
-from gpu_engine.groth16.prover import DeviceOutput, PartitionProof
+from gpu_engine.groth16.prover import DeviceOutput, PartitionProof, prove_finalize
 
 G1_VECTORS = {"a": "a_g1_support", "b1": "b_g1_support", "c": "c_g1"}
 
@@ -95,11 +95,9 @@ def _g2(raw: bytes) -> G2Point:
 
 def prove_parallel(ref: CircuitRef, key: CircuitKey, witness: CircuitWitness, pool: Any) -> PartitionProof:
     """The proof of one partition with its five parts as pool tasks (longest first)."""
-    if witness.key_hash != key.key_hash or ref.key_hash != key.key_hash:
-        raise ValueError(f"witness, key and circuit reference of {key.name} do not match")
-    if len(witness.assignment) != key.num_vars or len(witness.a) != key.domain_size:
-        raise ValueError(f"witness shape ({len(witness.assignment)} wires, {len(witness.a)} rows) does not match "
-                         f"circuit {key.name} ({key.num_vars} wires, {key.domain_size} rows)")
+    if ref.key_hash != key.key_hash:
+        raise ValueError(f"the key and the circuit reference of {key.name} do not match")
+    key.check_witness(witness)
     z = witness.assignment
     zb = [z[j] for j in key.b_support]
     t0 = time.perf_counter()

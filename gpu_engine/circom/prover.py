@@ -3,7 +3,7 @@
 Same proof as snarkjs's `groth16 prove`, with these keys: a = A.w and b = B.w per row (the
 synthesis step), c = a*b; H by the backend's `compute_h_odd_coset` (snarkjs's form, no division);
 G1 MSMs for A, B1 and C (private C points plus the H points) on the device; the G2 MSM for B and
-the assembly in the finalizer:
+the assembly in the finalizer (`groth16.prover.prove_finalize`, the one CPU tail of both key layouts):
 
   pi_a = alpha + sum w_j A_j + r delta    pi_b = beta + sum w_j B2_j + s delta (G2; B1 in G1)
   pi_c = sum_priv w_j C_j + sum h_i H_i + s pi_a + r B1 - r s delta
@@ -17,7 +17,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from gpu_engine.groth16.field import R, fr_random
 from gpu_engine.groth16.keys import VerifyingKey
-from gpu_engine.groth16.prover import DeviceOutput, PartitionProof, Proof, assemble
+from gpu_engine.groth16.prover import DeviceOutput, prove_finalize
 
 
 @dataclass
@@ -56,6 +56,14 @@ class CircuitKey:
     def shape_hash(self) -> str:
         return self.key_hash
 
+    def check_witness(self, witness: CircuitWitness) -> None:
+        """A witness made for this key, of its shape (ValueError saying what differs)."""
+        if witness.key_hash != self.key_hash:
+            raise ValueError(f"witness made for another key of {witness.kind} than {self.name}'s")
+        if len(witness.assignment) != self.num_vars or len(witness.a) != self.domain_size:
+            raise ValueError(f"witness shape ({len(witness.assignment)} wires, {len(witness.a)} rows) does not match "
+                             f"circuit {self.name} ({self.num_vars} wires, {self.domain_size} rows)")
+
 
 @dataclass
 class CircuitWitness:
@@ -92,17 +100,9 @@ def make_witness(key: CircuitKey, job_id: str, index: int, assignment: list[int]
                           synth_ms + (time.perf_counter() - t0) * 1000.0, a, b)
 
 
-def _check(key: CircuitKey, witness: CircuitWitness) -> None:
-    if witness.key_hash != key.key_hash:
-        raise ValueError(f"witness made for another key of {witness.kind} than {key.name}'s")
-    if len(witness.assignment) != key.num_vars or len(witness.a) != key.domain_size:
-        raise ValueError(f"witness shape ({len(witness.assignment)} wires, {len(witness.a)} rows) does not match "
-                         f"circuit {key.name} ({key.num_vars} wires, {key.domain_size} rows)")
-
-
 def prove_device(key: CircuitKey, witness: CircuitWitness, backend) -> DeviceOutput:
     """H (odd coset) and the G1 MSMs through `backend` (the part a GPU does)."""
-    _check(key, witness)
+    key.check_witness(witness)
     t0 = time.perf_counter()
     c = [x * y % R for x, y in zip(witness.a, witness.b)]
     h = backend.compute_h_odd_coset(witness.a, witness.b, c)
@@ -121,16 +121,4 @@ def prove_device(key: CircuitKey, witness: CircuitWitness, backend) -> DeviceOut
                         msm_c=msm_c + msm_h, timings={"ntt_ms": (t1 - t0) * 1000.0, "msm_g1_ms": (t2 - t1) * 1000.0})
 
 
-def prove_finalize(key: CircuitKey, witness: CircuitWitness, device_out: DeviceOutput, cpu_backend) -> PartitionProof:
-    """The G2 MSM for B and the assembly with r, s (the CPU tail)."""
-    _check(key, witness)
-    if device_out.index != witness.index:
-        raise ValueError(f"device output of partition {device_out.index} given with witness {witness.index}")
-    t0 = time.perf_counter()
-    zb = [witness.assignment[j] for j in key.b_support]
-    msm_b2 = cpu_backend.msm_g2(key.b_g2_support, zb, bases_key=f"{key.key_hash}/b2")
-    t1 = time.perf_counter()
-    a, b2, c = assemble(key.vk, key.beta_g1, key.delta_g1, device_out, msm_b2)
-    timings = {"synthesis_ms": witness.synth_ms, "ntt_ms": device_out.timings.get("ntt_ms", 0.0),
-               "msm_g1_ms": device_out.timings.get("msm_g1_ms", 0.0), "msm_g2_ms": (t1 - t0) * 1000.0}
-    return PartitionProof(witness.index, list(witness.public_inputs), Proof(a, b2, c), timings)
+__all__ = ["CircuitKey", "CircuitWitness", "make_witness", "prove_device", "prove_finalize", "row_evaluations"]

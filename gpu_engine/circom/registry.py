@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.exceptions import SynchronousOnlyOperation
+from django.core.exceptions import ImproperlyConfigured, SynchronousOnlyOperation
 from django.db import DatabaseError
 
 from gpu_engine.circom.api import CircuitRef
+from gpu_engine.circom.sandbox import WasmBounds
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import Circuit
 
@@ -39,18 +40,24 @@ def get_circuit(name: object) -> Circuit | None:
     return Circuit.objects.filter(name=name).first()
 
 
-def is_circuit(name: object) -> bool:
-    return get_circuit(name) is not None
-
-
 def path_of(relative: str) -> str:
     """An absolute path for a file stored under CIRCUITS_DIR ('' stays '')."""
     return str((circuits_dir() / relative).resolve()) if relative else ""
 
 
+def witness_bounds() -> WasmBounds:
+    """The box of every witness calculator run (CIRCUIT_WITNESS_TIMEOUT, CIRCUIT_WITNESS_MEMORY)."""
+    try:
+        return WasmBounds(float(settings.CIRCUIT_WITNESS_TIMEOUT), int(settings.CIRCUIT_WITNESS_MEMORY))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"CIRCUIT_WITNESS_TIMEOUT / CIRCUIT_WITNESS_MEMORY: {exc}") from None
+
+
 def circuit_ref(circuit: Circuit) -> CircuitRef:
+    bounds = witness_bounds()
     return CircuitRef(name=circuit.name, key_hash=circuit.zkey_sha256, key_path=path_of(circuit.key_file),
-                      wasm_path=path_of(circuit.wasm_file), r1cs_path=path_of(circuit.r1cs_file))
+                      wasm_path=path_of(circuit.wasm_file), r1cs_path=path_of(circuit.r1cs_file),
+                      witness_timeout=bounds.deadline_secs, witness_memory=bounds.memory_bytes)
 
 
 def circuit_label(name: str) -> str | None:

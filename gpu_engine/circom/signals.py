@@ -1,11 +1,13 @@
 """A circuit's input signals (names and sizes) and the check of an input against them.
 
-The witness calculator knows its inputs only by the FNV hash of their names, so the names
-come from circom's `.sym` file (`labelIdx,varIdx,componentIdx,name` per signal): every
-top-level `main.*` name, indices stripped, whose hash the wasm answers with a size is an
-input. The check at submission (`validate_inputs`) and the witness calculator apply the same
-value rules (`inputs.flatten_inputs`), so an input accepted at the door cannot fail later
-for its form, only for the circuit's own assertions.
+The witness calculator knows its inputs only by the FNV hash of their names. With circom's
+`.sym` file (`labelIdx,varIdx,componentIdx,name` per signal) the names are known: every
+top-level `main.*` name, indices stripped, whose hash the wasm answers with a size is an input,
+and `validate_inputs` checks an input against that list. Without a `.sym` the wasm itself is
+asked, as snarkjs's witness calculator does (`validate_with_calculator`): an unknown name or a
+wrong size is named; missing inputs are counted (their names are not known). Both apply the
+calculator's value rules (`inputs.flatten_inputs`), so an input accepted at the door cannot
+fail later for its form, only for the circuit's own assertions.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_engine.circom.inputs import WitnessError, WitnessInputError, flatten_inputs
+from gpu_engine.circom.sandbox import WasmBounds
 from gpu_engine.circom.witness import WitnessCalculator, calculator_for
 
 _TRAILING_INDEX = re.compile(r"(\[\d+\])+$")
@@ -47,12 +50,13 @@ def _candidate_names(sym_path: Path) -> list[str]:
     return list(names)
 
 
-def input_signals(wasm_path: str | Path, sym_path: str | Path | None = None) -> dict[str, int]:
+def input_signals(wasm_path: str | Path, sym_path: str | Path | None = None,
+                  bounds: WasmBounds | None = None) -> dict[str, int]:
     """{input signal name: number of field elements}, in the circuit's wire order.
 
     `sym_path` defaults to circom's layout (`default_sym_path`). Raises WitnessError when the
     .sym is missing or does not describe this wasm's inputs."""
-    calc = calculator_for(wasm_path)
+    calc = calculator_for(wasm_path, bounds)
     sym = Path(sym_path) if sym_path is not None else default_sym_path(wasm_path)
     if not sym.is_file():
         raise WitnessError(f"the circuit's input names need its .sym file (circom --sym); none at {sym}")
@@ -87,4 +91,23 @@ def validate_inputs(signals: Mapping[str, int], inputs: Any, prime: int) -> dict
     if missing:
         raise WitnessInputError(f"missing input signal{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(repr(m) for m in missing)}", signal=missing[0])
+    return flat
+
+
+def validate_with_calculator(calc: WitnessCalculator, inputs: Any) -> dict[str, list[int]]:
+    """The input flattened and reduced, checked by asking the wasm itself (no .sym registered):
+    an unknown signal or a wrong number of values is named; missing values are counted."""
+    flat = flatten_inputs(inputs, calc.prime)
+    for name, values in flat.items():
+        size = calc.input_signal_size(name)
+        if size == 0:
+            raise WitnessInputError(f"unknown input signal {name!r} (the witness calculator has no input of that "
+                                    "name)", signal=name)
+        if len(values) != size:
+            raise WitnessInputError(f"input signal {name!r} takes {size} value(s), got {len(values)}", signal=name)
+    given = sum(len(v) for v in flat.values())
+    if given < calc.input_size:
+        raise WitnessInputError(f"missing input signals: the circuit takes {calc.input_size} input values, these "
+                                f"signals give {given} (registered without its .sym, so the missing names are not "
+                                "known here)")
     return flat

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpu_engine.circom import snarkjs_json
 from gpu_engine.groth16.bundle import parse_bundle
+from gpu_engine.groth16.keyfile import write_atomic
 
 
 def job_proofs(bundle: dict) -> dict:
@@ -32,6 +33,6 @@ def write_files(bundle: dict, out_dir: Path) -> list[Path]:
     for part in job_proofs(bundle)["partitions"]:
         for stem, payload in (("proof", part["proof"]), ("public", part["publicSignals"])):
             path = out_dir / f"{stem}_{part['index']}.json"
-            path.write_text(json.dumps(payload, indent=1) + "\n")
+            write_atomic(path, json.dumps(payload, indent=1) + "\n")
             written.append(path)
     return written

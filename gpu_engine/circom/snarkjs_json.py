@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from py_arkworks_bls12381 import GT, G1Point, G2Point
 
+from gpu_engine.groth16.bundle import BundleFormatError, parse_vk
 from gpu_engine.groth16.keys import VerifyingKey
 from gpu_engine.groth16.points import g1_to_ints, g2_to_ints
 from gpu_engine.groth16.prover import Proof
@@ -61,3 +62,36 @@ def proof(p: Proof) -> dict:
 def public_signals(values: Sequence[int]) -> list[str]:
     """What it writes to public.json: decimal strings, outputs first, then public inputs."""
     return [str(int(v)) for v in values]
+
+
+def _affine_g1(p: object, where: str) -> object:
+    """snarkjs's projective G1 (z = 1, or ["0", "1", "0"] at infinity) as the exchange format's [x, y]."""
+    if not (isinstance(p, list) and len(p) == 3):
+        raise BundleFormatError(f"{where}: expected [x, y, z], got {p!r:.80}")
+    return ["0", "0"] if p[2] == "0" else p[:2]
+
+
+def _affine_g2(p: object, where: str) -> object:
+    if not (isinstance(p, list) and len(p) == 3):
+        raise BundleFormatError(f"{where}: expected [[x0, x1], [y0, y1], [z0, z1]], got {p!r:.80}")
+    return [["0", "0"], ["0", "0"]] if p[2] == ["0", "0"] else p[:2]
+
+
+def parse_verification_key(obj: object) -> VerifyingKey:
+    """snarkjs's `verification_key.json` (groth16, bls12381) as a checked VerifyingKey; BundleFormatError
+    names the field at fault. Every point is checked on its curve and in its subgroup."""
+    if not isinstance(obj, dict):
+        raise BundleFormatError(f"verification key: expected an object, got {type(obj).__name__}")
+    for key, want in (("protocol", PROTOCOL), ("curve", CURVE)):
+        if obj.get(key) != want:
+            raise BundleFormatError(f"{key}: {obj.get(key)!r}, expected {want!r}")
+    ic = obj.get("IC")
+    if not isinstance(ic, list) or not ic:
+        raise BundleFormatError("IC: expected a non-empty list of G1 points")
+    exchange = {"alpha_g1": _affine_g1(obj.get("vk_alpha_1"), "vk_alpha_1"),
+                **{f"{n}_g2": _affine_g2(obj.get(f"vk_{n}_2"), f"vk_{n}_2") for n in ("beta", "gamma", "delta")},
+                "ic": [_affine_g1(p, f"IC[{i}]") for i, p in enumerate(ic)]}
+    vk = parse_vk(exchange)
+    if obj.get("nPublic") != vk.num_public:
+        raise BundleFormatError(f"nPublic: {obj.get('nPublic')!r}, but the key has {vk.num_public} public signals")
+    return vk

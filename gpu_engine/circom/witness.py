@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpu_engine.circom import sandbox
 from gpu_engine.circom.inputs import WitnessError, WitnessInputError, flatten_inputs
+from gpu_engine.circom.sandbox import WasmBounds, WitnessLimitError
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
@@ -41,7 +43,8 @@ REQUIRED_EXPORTS = ("memory", "getVersion", "getFieldNumLen32", "getRawPrime", "
                     "writeSharedRWMemory", "init", "setInputSignal", "getInputSignalSize", "getInputSize",
                     "getWitnessSize", "getWitness", "getMessageChar", "getSharedRWMemoryStart")
 
-__all__ = ["WitnessCalculator", "WitnessError", "WitnessInputError", "WitnessAssertionError",
+__all__ = ["WasmBounds", "WitnessCalculator", "WitnessError", "WitnessInputError", "WitnessAssertionError",
+           "WitnessLimitError",
            "calculate_witness", "fnv64", "wtns_bytes"]
 
 
@@ -76,33 +79,28 @@ def _split_hash(name: str) -> tuple[int, int]:
     return h >> 32, h & 0xFFFFFFFF
 
 
-_engine = None
-_modules: dict[str, Any] = {}
+_modules: dict[tuple[int, str], Any] = {}
 _modules_lock = threading.Lock()
+MAX_LOG_LINES = 1000
 
 
 def _wasmtime():
-    try:
-        import wasmtime
-    except ImportError as exc:  # a declared dependency; say so instead of a bare ImportError
-        raise WitnessError(f"the witness calculator needs the wasmtime package ({exc})") from exc
-    return wasmtime
+    return sandbox.wasmtime_module()
 
 
 def _compiled(code: bytes) -> Any:
-    """The wasmtime Module for this wasm, compiled once per process."""
-    global _engine
+    """The wasmtime Module for this wasm, compiled once per process (by the sandbox's engine)."""
     wasmtime = _wasmtime()
-    key = hashlib.sha256(code).hexdigest()
+    engine = sandbox.engine()
+    key = (id(engine), hashlib.sha256(code).hexdigest())
     with _modules_lock:
         module = _modules.get(key)
         if module is None:
-            if _engine is None:
-                _engine = wasmtime.Engine()
             try:
-                module = wasmtime.Module(_engine, code)
+                module = wasmtime.Module(engine, code)
             except wasmtime.WasmtimeError as exc:
-                raise WitnessError(f"not a WebAssembly module: {str(exc).splitlines()[0]}") from exc
+                lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and ln.strip() != "Caused by:"]
+                raise WitnessError(f"not a WebAssembly module this engine runs: {'; '.join(lines[:3])}") from exc
             exports = {e.name for e in module.exports}
             missing = [name for name in REQUIRED_EXPORTS if name not in exports]
             if missing:
@@ -113,18 +111,19 @@ def _compiled(code: bytes) -> Any:
 
 
 class _Instance:
-    """One instantiation: the exports, the shared window, and the messages collected."""
+    """One instantiation in a bounded store: the exports, the shared window, the messages collected."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, bounds: WasmBounds) -> None:
         wasmtime = _wasmtime()
-        self.store = wasmtime.Store(_engine)
+        self.bounds = bounds
+        self.store = sandbox.new_store(bounds)
         self.errors: list[str] = []
         self.logs: list[str] = []
         self._line: list[str] = []
         i32 = wasmtime.ValType.i32()
         hosts = {
             "exceptionHandler": (wasmtime.FuncType([i32], []), self._exception),
-            "printErrorMessage": (wasmtime.FuncType([], []), lambda: self.errors.append(self._message())),
+            "printErrorMessage": (wasmtime.FuncType([], []), self._error_message),
             "writeBufferMessage": (wasmtime.FuncType([], []), self._buffer_message),
             "showSharedRWMemory": (wasmtime.FuncType([], []), lambda: self._line.append(str(self.read_value()))),
         }
@@ -135,14 +134,21 @@ class _Instance:
                                    "which circom's runtime does not provide")
             ftype, fn = hosts[imp.name]
             imports.append(wasmtime.Func(self.store, ftype, fn))
-        self.instance = wasmtime.Instance(self.store, module, imports)
-        ex = self.instance.exports(self.store)
-        self.fn = {name: ex[name] for name in REQUIRED_EXPORTS if name != "memory"}
-        self.memory = ex["memory"]
-        self.n32 = self.call("getFieldNumLen32")
-        self.window = self.call("getSharedRWMemoryStart")
-        self.call("getRawPrime")
-        self.prime = self.read_value()
+        try:
+            self.instance = wasmtime.Instance(self.store, module, imports)
+            ex = self.instance.exports(self.store)
+            self.fn = {name: ex[name] for name in REQUIRED_EXPORTS if name != "memory"}
+            self.memory = ex["memory"]
+            self.n32 = self.call("getFieldNumLen32")
+            self.window = self.call("getSharedRWMemoryStart")
+            self.call("getRawPrime")
+            self.prime = self.read_value()
+        except wasmtime.WasmtimeError as exc:
+            if sandbox.is_memory_refusal(exc):
+                raise WitnessLimitError(bounds.memory_message(str(exc).splitlines()[0]), bound="memory") from None
+            raise WitnessError(f"the witness calculator cannot start: {str(exc).splitlines()[0]}") from None
+        except (wasmtime.Trap, _CircomTrap) as exc:
+            raise _failure(self, exc) from None
 
     def call(self, name: str, *args: int) -> Any:
         return self.fn[name](self.store, *args)
@@ -151,19 +157,34 @@ class _Instance:
         raise _CircomTrap(code)
 
     def _message(self) -> str:
-        chars = []
+        """circom's message, a char per call; a message that never ends is cut (the deadline holds too)."""
+        chars: list[str] = []
         while (c := self.call("getMessageChar")) != 0:
-            chars.append(chr(c))
+            if len(chars) >= sandbox.MAX_MESSAGE_CHARS:
+                chars.append(" [cut]")
+                break
+            chars.append(chr(c & 0x10FFFF))
         return "".join(chars)
+
+    def _error_message(self) -> None:
+        if len(self.errors) < MAX_LOG_LINES:
+            self.errors.append(self._message())
 
     def _buffer_message(self) -> None:
         """circom's log(): pieces until a lone newline ends the line."""
         msg = self._message()
         if msg == "\n":
-            self.logs.append(" ".join(self._line))
+            if len(self.logs) < MAX_LOG_LINES:
+                self.logs.append(" ".join(self._line))
             self._line = []
-        else:
+        elif len(self._line) < MAX_LOG_LINES:
             self._line.append(msg)
+
+    def memory_bytes(self) -> int:
+        try:
+            return int(self.memory.data_len(self.store))
+        except Exception:  # noqa: BLE001 - only for a message; a dead store has no size
+            return 0
 
     def read_value(self) -> int:
         raw = self.memory.read(self.store, self.window, self.window + 4 * self.n32)
@@ -176,29 +197,68 @@ class _Instance:
         self.memory.write(self.store, value.to_bytes(4 * self.n32, "little"), self.window)
 
 
-class WitnessCalculator:
-    """A circuit's witness calculator; `calculate(inputs)` per witness (thread-safe)."""
+def _failure(inst: _Instance, exc: BaseException) -> WitnessError:
+    """What a trap or circom exception means, with the bound it broke when it broke one."""
+    code = getattr(exc, "code", None)
+    if code is None and isinstance(exc.__cause__, _CircomTrap):
+        code = exc.__cause__.code
+    if code is None:
+        inner = getattr(exc, "__context__", None)
+        code = getattr(inner, "code", None)
+    if code is None and sandbox.is_interrupt(exc):
+        return WitnessLimitError(inst.bounds.timeout_message(), bound="time")
+    detail = "".join(f"{line}\n" for line in inst.errors).strip()
+    if code is None:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        used = inst.memory_bytes() / (1 << 20)
+        return WitnessError(f"the witness calculator trapped: {text} (memory {used:.1f} MiB of its "
+                            f"{inst.bounds.memory_bytes / (1 << 20):g} MiB limit)")
+    if code == 5:  # circom's "Not enough memory.": its allocation was refused by the store's limit
+        return WitnessLimitError(inst.bounds.memory_message(f"{ERROR_CODES[5]} {detail}".strip()), bound="memory")
+    reason = ERROR_CODES.get(code, f"Unknown error (code {code}).")
+    message = f"{reason} {detail}".strip()
+    if code == 4:
+        return WitnessAssertionError(message, code=code)
+    return WitnessInputError(message) if code in (1, 2, 3, 6) else WitnessError(message)
 
-    def __init__(self, wasm: bytes | str | Path) -> None:
+
+class WitnessCalculator:
+    """A circuit's witness calculator; `calculate(inputs)` per witness (thread-safe).
+
+    Every call into the wasm runs in a store held to `bounds` (sandbox.py): a deadline per
+    calculation (and per question to the probe instance) and a memory ceiling."""
+
+    def __init__(self, wasm: bytes | str | Path, bounds: WasmBounds | None = None) -> None:
         code = Path(wasm).read_bytes() if isinstance(wasm, (str, Path)) else bytes(wasm)
+        self.bounds = bounds or WasmBounds()
         self.module = _compiled(code)
-        probe = _Instance(self.module)
-        self.version = probe.call("getVersion")
-        self.n32 = probe.n32
-        self.prime = probe.prime
-        self.witness_size = probe.call("getWitnessSize")
-        self.input_size = probe.call("getInputSize")
+        probe = _Instance(self.module, self.bounds)
         self._probe = probe
         self._probe_lock = threading.Lock()
+        self.version = self._ask("getVersion")
+        self.n32 = probe.n32
+        self.prime = probe.prime
+        self.witness_size = self._ask("getWitnessSize")
+        self.input_size = self._ask("getInputSize")
+
+    def _ask(self, name: str, *args: int) -> int:
+        """One question to the long-lived probe instance, its deadline restarted for it."""
+        wasmtime = _wasmtime()
+        with self._probe_lock:
+            sandbox.arm(self._probe.store, self.bounds)
+            try:
+                return int(self._probe.call(name, *args))
+            except (wasmtime.Trap, _CircomTrap) as exc:
+                raise _failure(self._probe, exc) from None
 
     def input_signal_size(self, name: str) -> int:
         """Number of field elements of input signal `name`; 0 when it is not an input."""
-        with self._probe_lock:
-            return max(0, int(self._probe.call("getInputSignalSize", *_split_hash(name))))
+        return max(0, self._ask("getInputSignalSize", *_split_hash(name)))
 
     def _run(self, inputs: Mapping[str, Any]) -> _Instance:
         flat = flatten_inputs(inputs, self.prime)
-        inst = _Instance(self.module)
+        inst = _Instance(self.module, self.bounds)
+        sandbox.arm(inst.store, self.bounds)  # the deadline covers the whole calculation from here
         wasmtime = _wasmtime()
         try:
             inst.call("init", 0)
@@ -217,40 +277,25 @@ class WitnessCalculator:
                     count += 1
             if count < self.input_size:
                 raise WitnessInputError(f"only {count} of the circuit's {self.input_size} input values were given")
-        except wasmtime.Trap as exc:
-            raise self._failure(inst, exc) from None
-        except _CircomTrap as exc:
-            raise self._failure(inst, exc) from None
+        except (wasmtime.Trap, _CircomTrap) as exc:
+            raise _failure(inst, exc) from None
         return inst
-
-    def _failure(self, inst: _Instance, exc: BaseException) -> WitnessError:
-        code = getattr(exc, "code", None)
-        if code is None and isinstance(exc.__cause__, _CircomTrap):
-            code = exc.__cause__.code
-        if code is None:
-            inner = getattr(exc, "__context__", None)
-            code = getattr(inner, "code", None)
-        detail = "".join(f"{line}\n" for line in inst.errors).strip()
-        if code is None:
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return WitnessError(f"the witness calculator trapped: {text}")
-        reason = ERROR_CODES.get(code, f"Unknown error (code {code}).")
-        message = f"{reason} {detail}".strip()
-        if code == 4:
-            return WitnessAssertionError(message, code=code)
-        return WitnessInputError(message) if code in (1, 2, 3, 6) else WitnessError(message)
 
     def _witness_bytes(self, inst: _Instance) -> bytes:
         """Every wire's n32 words, concatenated: one getWitness call and one read per wire."""
+        wasmtime = _wasmtime()
         fast = _raw_reader(inst)
-        if fast is not None:
-            return fast(self.witness_size)
-        get = inst.fn["getWitness"]
-        parts = []
-        for i in range(self.witness_size):
-            get(inst.store, i)
-            parts.append(inst.read_raw())
-        return b"".join(parts)
+        try:
+            if fast is not None:
+                return fast(self.witness_size)
+            get = inst.fn["getWitness"]
+            parts = []
+            for i in range(self.witness_size):
+                get(inst.store, i)
+                parts.append(inst.read_raw())
+            return b"".join(parts)
+        except (wasmtime.Trap, _CircomTrap) as exc:
+            raise _failure(inst, exc) from None
 
     def calculate(self, inputs: Mapping[str, Any]) -> list[int]:
         """The witness (wire 0 = 1, outputs, public inputs, private inputs, internal) as ints."""
@@ -274,6 +319,7 @@ def _raw_reader(inst: _Instance):
     try:
         import ctypes
 
+        import wasmtime
         from wasmtime import _ffi as ffi
 
         func = inst.fn["getWitness"]
@@ -293,7 +339,9 @@ def _raw_reader(inst: _Instance):
         for i in range(count):
             args[0].i32 = i
             error = call(ctx, fn_ref, args, 1, trap_ref)
-            if error or trap:
+            if trap:
+                raise wasmtime.Trap._from_ptr(trap)
+            if error:
                 raise WitnessError(f"the witness calculator failed reading wire {i}")
             out[i * width:(i + 1) * width] = ctypes.string_at(base + window, width)
         return bytes(out)
@@ -314,19 +362,20 @@ def wtns_bytes(values: list[int], prime: int, n8: int = 32) -> bytes:
     return _wtns_header(n8 // 4, prime, len(values)) + b"".join(v.to_bytes(n8, "little") for v in values)
 
 
-_calculators: dict[tuple[str, int, int], WitnessCalculator] = {}
+_calculators: dict[tuple[str, int, int, WasmBounds], WitnessCalculator] = {}
 _calculators_lock = threading.Lock()
 
 
-def calculator_for(wasm_path: str | Path) -> WitnessCalculator:
-    """A process-wide calculator per wasm file (rebuilt when the file changes)."""
+def calculator_for(wasm_path: str | Path, bounds: WasmBounds | None = None) -> WitnessCalculator:
+    """A process-wide calculator per wasm file and bounds (rebuilt when the file changes)."""
     path = Path(wasm_path)
+    bounds = bounds or WasmBounds()
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, bounds)
     with _calculators_lock:
         calc = _calculators.get(key)
     if calc is None:
-        calc = WitnessCalculator(path)
+        calc = WitnessCalculator(path, bounds)
         with _calculators_lock:
             _calculators[key] = calc
     return calc
@@ -337,12 +386,10 @@ def _drop_cached() -> None:
     """Free wasmtime objects before interpreter teardown (their finalizers need the library)."""
     with _calculators_lock:
         _calculators.clear()
-    global _engine
     with _modules_lock:
         _modules.clear()
-        _engine = None
 
 
-def calculate_witness(wasm_path: str | Path, inputs: Mapping[str, Any]) -> list[int]:
-    """The witness of `inputs` as ints (see WitnessCalculator.calculate)."""
-    return calculator_for(wasm_path).calculate(inputs)
+def calculate_witness(wasm_path: str | Path, inputs: Mapping[str, Any], bounds: WasmBounds | None = None) -> list[int]:
+    """The witness of `inputs` as ints (see WitnessCalculator.calculate), within `bounds`."""
+    return calculator_for(wasm_path, bounds).calculate(inputs)

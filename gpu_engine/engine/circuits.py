@@ -39,6 +39,9 @@ class CircuitKinds:
         if cj is None:
             raise CircuitUnavailable(f"proof kind {row.proof_kind!r} is neither built in nor a job of a "
                                      "registered circuit")
+        if not cj.items_dir:
+            raise CircuitUnavailable(f"job {row.job_id}: its stored witnesses/inputs were removed after it finished "
+                                     "(CIRCUIT_ITEMS_RETENTION_DAYS); submit them again")
         circuit = cj.circuit
         ref = registry.circuit_ref(circuit)
         with self._lock:

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from gpu_engine import queue
 from gpu_engine.budget import MemoryBudget
+from gpu_engine.circom.housekeeping import housekeep_quietly
 from gpu_engine.engine.circuits import CircuitKinds
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.feeder import Feeder
@@ -97,6 +98,7 @@ class Engine:
         if requeued or failed or orphans or orphans_failed:
             log.info("startup: expired leases: %d requeued, %d failed; left by a previous %s: %d requeued, "
                      "%d failed", requeued, failed, cfg.engine_id, orphans, orphans_failed)
+        housekeep_quietly()  # what a killed registration or submit left, and expired circuit job items
         self.tracker.set_backend(cfg.backend)
         self.tracker.register_workers(self.workers)
         refs: dict[str, Any] = {kind: ParamsRef.of(kind, cfg.scale, cfg.params_dir) for kind in self.params}

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
+from gpu_engine.circom.housekeeping import housekeep_quietly
 from gpu_engine.models import TelemetryMinute
 
 log = logging.getLogger("gpu_engine.engine")
@@ -129,6 +130,7 @@ class RollupWriter:
             n = prune()
             if n:
                 log.info("pruned %d telemetry minute(s) older than %s days", n, retention_days())
+            housekeep_quietly()  # circuit files past their use (gpu_engine/circom/housekeeping.py)
 
     def close(self) -> None:
         try:

@@ -1,6 +1,6 @@
 """Proving/verifying keys and their integrity-checked file format.
 
-File layout: MAGIC | u32 header length | JSON header | point blobs | sha256 of all before.
+The file is the engine's one key container (`keyfile.py`: magic, JSON header, blobs, sha256).
 Points are affine big-endian x||y (G1 96 bytes, G2 192) and are read back without curve
 checks: the trailing checksum already proves the bytes are the ones we wrote, and the
 header's shape hash proves they belong to the circuit asked for.
@@ -8,12 +8,12 @@ header's shape hash proves they belong to the circuit asked for.
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from dataclasses import dataclass, field
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
+from gpu_engine.groth16.keyfile import KeyFileError, pack, unpack
 from gpu_engine.groth16.points import g1_from_bytes_unchecked, g1_to_bytes, g2_from_bytes_unchecked, g2_to_bytes
 
 MAGIC = b"VMG16PK\x01"
@@ -21,7 +21,7 @@ FORMAT_VERSION = 1
 G1_LEN, G2_LEN = 96, 192
 
 
-class ParamsFileError(ValueError):
+class ParamsFileError(KeyFileError):
     """A parameter file that must not be used (corrupt, truncated, foreign or stale)."""
 
 
@@ -77,6 +77,17 @@ class Params:
     b_g1_support: list[G1Point] = field(init=False, repr=False)
     b_g2_support: list[G2Point] = field(init=False, repr=False)
 
+    def check_witness(self, witness) -> None:
+        """A witness of this kind, scale and shape (ValueError saying what differs)."""
+        if witness.kind != self.kind or witness.scale != self.scale:
+            raise ValueError(f"witness is for {witness.kind} scale {witness.scale}, "
+                             f"params for {self.kind} scale {self.scale}")
+        if len(witness.assignment) != self.num_vars or witness.num_constraints != self.num_constraints:
+            raise ValueError(
+                f"witness shape ({len(witness.assignment)} variables, {witness.num_constraints} constraints) does "
+                f"not match the params ({self.num_vars} variables, {self.num_constraints} constraints)"
+            )
+
     def __post_init__(self) -> None:
         identity = G2Point.identity()
         self.b_support = [j for j, p in enumerate(self.b_g2) if p != identity]
@@ -103,45 +114,25 @@ def dump_params(params: Params) -> bytes:
         "num_vars": params.num_vars,
         "counts": {name: len(_vector(params, name)) for name, _ in _VECTORS},
     }
-    hb = json.dumps(header, sort_keys=True).encode()
-    parts = [MAGIC, struct.pack("<I", len(hb)), hb]
     vk = params.vk
-    parts += [g1_to_bytes(vk.alpha_g1), g2_to_bytes(vk.beta_g2), g2_to_bytes(vk.gamma_g2), g2_to_bytes(vk.delta_g2)]
+    parts = [g1_to_bytes(vk.alpha_g1), g2_to_bytes(vk.beta_g2), g2_to_bytes(vk.gamma_g2), g2_to_bytes(vk.delta_g2)]
     parts += [g1_to_bytes(params.beta_g1), g1_to_bytes(params.delta_g1)]
     for name, group in _VECTORS:
         enc = g1_to_bytes if group == 1 else g2_to_bytes
         parts += [enc(p) for p in _vector(params, name)]
-    body = b"".join(parts)
-    return body + hashlib.sha256(body).digest()
+    return pack(MAGIC, header, parts)
 
 
 def load_params_bytes(raw: bytes, expected_shape_hash: str) -> Params:
     """Parse and check a parameter file; ParamsFileError says what is wrong."""
-    if len(raw) < len(MAGIC) + 4 + 32 or not raw.startswith(MAGIC):
-        raise ParamsFileError("not a parameter file (bad magic or truncated)")
-    body, digest = raw[:-32], raw[-32:]
-    if hashlib.sha256(body).digest() != digest:
-        raise ParamsFileError("checksum mismatch (corrupt or truncated)")
-    (hlen,) = struct.unpack_from("<I", body, len(MAGIC))
-    pos = len(MAGIC) + 4
-    try:
-        header = json.loads(body[pos:pos + hlen])
-    except ValueError as exc:
-        raise ParamsFileError(f"unreadable header: {exc}") from None
-    pos += hlen
-    if header.get("format") != FORMAT_VERSION:
-        raise ParamsFileError(f"format {header.get('format')!r}, expected {FORMAT_VERSION}")
+    header, blobs = unpack(raw, MAGIC, what="parameter file", error=ParamsFileError, format_version=FORMAT_VERSION)
     if header.get("shape_hash") != expected_shape_hash:
         raise ParamsFileError("stale: made for another circuit shape")
     counts = header["counts"]
-    need = G1_LEN * 3 + G2_LEN * 3 + sum(counts[n] * (G1_LEN if g == 1 else G2_LEN) for n, g in _VECTORS)
-    if len(body) - pos != need:
-        raise ParamsFileError(f"body is {len(body) - pos} bytes, header implies {need}")
+    blobs.expect_size(G1_LEN * 3 + G2_LEN * 3 + sum(counts[n] * (G1_LEN if g == 1 else G2_LEN) for n, g in _VECTORS))
 
     def take(size: int) -> bytes:
-        nonlocal pos
-        pos += size
-        return body[pos - size:pos]
+        return bytes(blobs.take(size))
 
     alpha = g1_from_bytes_unchecked(take(G1_LEN))
     beta2, gamma2, delta2 = (g2_from_bytes_unchecked(take(G2_LEN)) for _ in range(3))

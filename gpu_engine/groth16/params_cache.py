@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import os
-import tempfile
 import threading
 from pathlib import Path
 
 from gpu_engine.groth16 import circuits
+from gpu_engine.groth16.keyfile import write_atomic
 from gpu_engine.groth16.keys import FORMAT_VERSION, Params, ParamsFileError, dump_params, load_params_bytes
 from gpu_engine.groth16.r1cs import R1CSMatrices
 from gpu_engine.groth16.setup import Progress, generate_params
@@ -74,20 +73,6 @@ def _read(path: Path, shape_hash: str, kind: str, scale: int, params_dir: Path) 
         return load_params_bytes(raw, shape_hash)
     except ParamsFileError as exc:
         raise ParamsUnavailable(unavailable_message(kind, scale, params_dir, path, f"unusable ({exc})")) from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Temporary file, fsync, rename: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _key(kind: str, params_dir: Path | str, scale: int) -> tuple[str, str, int]:

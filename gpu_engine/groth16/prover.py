@@ -2,7 +2,8 @@
 
 `prove_device` is the GPU worker's part: H by the 7 NTTs and the four G1 MSMs (A, B in
 G1, the private L part, H). `prove_finalize` is the CPU tail a finalizer runs while the
-worker takes the next partition: the G2 MSM for B and the assembly with r, s:
+worker takes the next partition: the G2 MSM for B and the assembly with r, s (the one tail
+of both key layouts: circom's `CircuitKey` finalizes here too):
 
   A = alpha + sum z_j u_j + r delta            B = beta + sum z_j v_j + s delta   (G2; G1 copy for C)
   C = sum_priv z_j L_j + sum h_i H_i + s A + r B1 - r s delta
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
@@ -74,20 +76,9 @@ class PartitionProof:
     timings: dict[str, float]  # synthesis_ms, ntt_ms, msm_g1_ms, msm_g2_ms
 
 
-def _check(params: Params, witness: Witness) -> None:
-    if witness.kind != params.kind or witness.scale != params.scale:
-        raise ValueError(f"witness is for {witness.kind} scale {witness.scale}, "
-                         f"params for {params.kind} scale {params.scale}")
-    if len(witness.assignment) != params.num_vars or witness.num_constraints != params.num_constraints:
-        raise ValueError(
-            f"witness shape ({len(witness.assignment)} variables, {witness.num_constraints} constraints) does not "
-            f"match the params ({params.num_vars} variables, {params.num_constraints} constraints)"
-        )
-
-
 def prove_device(params: Params, witness: Witness, backend) -> DeviceOutput:
     """H and the G1 MSMs through `backend` (the part a GPU does)."""
-    _check(params, witness)
+    params.check_witness(witness)
     n = params.domain_size
     pad = [0] * (n - witness.num_constraints)
     t0 = time.perf_counter()
@@ -110,16 +101,33 @@ def prove_device(params: Params, witness: Witness, backend) -> DeviceOutput:
     )
 
 
-def prove_finalize(params: Params, witness: Witness, device_out: DeviceOutput, cpu_backend) -> PartitionProof:
-    """The G2 MSM for B and the assembly of (A, B, C) with r, s (the CPU tail)."""
-    _check(params, witness)
+class FinalizableKey(Protocol):
+    """What the CPU tail needs of a key: this engine's `Params` and a circom `CircuitKey` both are one."""
+
+    vk: VerifyingKey
+    beta_g1: G1Point
+    delta_g1: G1Point
+    b_support: list[int]
+    b_g2_support: list[G2Point]
+
+    @property
+    def shape_hash(self) -> str: ...
+
+    def check_witness(self, witness: Any) -> None: ...
+
+
+def prove_finalize(key: FinalizableKey, witness: Any, device_out: DeviceOutput, cpu_backend: Any) -> PartitionProof:
+    """The G2 MSM for B and the assembly of (A, B, C) with r, s (the CPU tail), for either kind of key.
+
+    `cpu_backend` only needs `msm_g2` (circom's parallel prover passes the B2 MSM it already has)."""
+    key.check_witness(witness)
     if device_out.index != witness.index:
         raise ValueError(f"device output of partition {device_out.index} given with witness {witness.index}")
     t0 = time.perf_counter()
-    zb = [witness.assignment[j] for j in params.b_support]
-    msm_b2 = cpu_backend.msm_g2(params.b_g2_support, zb, bases_key=f"{params.shape_hash}/b2")
+    zb = [witness.assignment[j] for j in key.b_support]
+    msm_b2 = cpu_backend.msm_g2(key.b_g2_support, zb, bases_key=f"{key.shape_hash}/b2")
     t1 = time.perf_counter()
-    a, b2, c = assemble(params.vk, params.beta_g1, params.delta_g1, device_out, msm_b2)
+    a, b2, c = assemble(key.vk, key.beta_g1, key.delta_g1, device_out, msm_b2)
     timings = {
         "synthesis_ms": witness.synth_ms,
         "ntt_ms": device_out.timings.get("ntt_ms", 0.0),

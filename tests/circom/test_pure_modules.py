@@ -6,7 +6,8 @@ import sys
 
 from tests.circom.tools import REPO
 
-PURE = ["gpu_engine.circom.api", "gpu_engine.circom.witness", "gpu_engine.circom.signals",
+PURE = ["gpu_engine.circom.api", "gpu_engine.circom.witness", "gpu_engine.circom.signals", "gpu_engine.circom.sandbox",
+        "gpu_engine.circom.bundle_check", "gpu_engine.groth16.keyfile",
         "gpu_engine.circom.snarkjs_json", "gpu_engine.engine.proving"]
 
 

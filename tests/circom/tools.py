@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules"
 LOCK_FILE = REPO / "package-lock.json"
 CIRCUITS_DIR = Path(__file__).resolve().parent / "circuits"
-FIXTURE_CACHE = REPO / ".cache" / "circom-fixtures"
+# Resolved: circom2 runs under WASI, which refuses to follow a symlinked .cache (absolute target).
+FIXTURE_CACHE = (REPO / ".cache").resolve() / "circom-fixtures"
 TOOLS = ("snarkjs", "circom2")
 _INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"\s*;', re.M)
 # Setup entropy is fixed so that a rebuilt cache entry is the same ceremony; these keys are for tests.

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 
-from gpu_engine.circom.forms import CircuitForm
+from gpu_engine.circom.forms import CircuitForm, CircuitNameTaken
 from gpu_engine.circom.signals import default_sym_path
 
 
@@ -37,15 +37,22 @@ class Command(BaseCommand):
                     raise CommandError(f"--{field} {path}: no such file")
                 handles[field] = File(open(path, "rb"), name=path.name)
             form = CircuitForm({"name": opts["name"], "label": opts["label"]}, handles)
-            if not form.is_valid():
+            valid = form.is_valid()
+            if valid:
+                try:
+                    circuit = form.save()
+                except CircuitNameTaken:  # lost a race for the name: the same answer as a plain duplicate
+                    valid = False
+            if not valid:
                 lines = [f"{field}: {msg}" if field != "__all__" else msg
                          for field, msgs in form.errors.items() for msg in msgs]
                 raise CommandError("circuit not registered:\n  " + "\n  ".join(lines))
-            circuit = form.save()
         finally:
             for fh in handles.values():
                 fh.close()
         signals = ", ".join(f"{k}[{v}]" if v > 1 else k for k, v in circuit.input_signals.items()) or "-"
+        if circuit.wasm_file and not circuit.sym_file:
+            signals = "checked by the wasm (no .sym: names not listed)"
         self.stdout.write(
             f"registered {circuit.name} ({circuit.label}): {circuit.num_constraints} constraints, "
             f"{circuit.num_wires} wires, {circuit.num_public} public signals, domain 2^"

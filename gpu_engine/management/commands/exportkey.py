@@ -5,7 +5,6 @@ engine's key: {"proof_kind", "scale", "vk_fingerprint", "vk"} with `vk` in the b
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from django.conf import settings
@@ -13,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from gpu_engine import validation
 from gpu_engine.groth16 import api
+from gpu_engine.groth16.keyfile import write_atomic
 
 
 class Command(BaseCommand):
@@ -38,10 +38,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         out = Path(opts["out"])
         data = {"proof_kind": kind, "scale": scale, "vk_fingerprint": vk.fingerprint(), "vk": api.vk_json(vk)}
-        tmp = out.with_name(out.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(data, indent=1))
-            os.replace(tmp, out)
+            write_atomic(out, json.dumps(data, indent=1))
         except OSError as exc:
             raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from None
         self.stdout.write(f"{kind} key {data['vk_fingerprint']} -> {out}")

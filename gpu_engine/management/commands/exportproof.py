@@ -42,8 +42,13 @@ class Command(BaseCommand):
         if opts["vkey"]:
             import json
 
+            from gpu_engine.groth16.keyfile import write_atomic
+
             path = out / "verification_key.json"
-            path.write_text(json.dumps(circuit.vkey, indent=1) + "\n")
+            try:
+                write_atomic(path, json.dumps(circuit.vkey, indent=1) + "\n")
+            except OSError as exc:
+                raise CommandError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
             written.append(path)
         for path in written:
             self.stdout.write(str(path))

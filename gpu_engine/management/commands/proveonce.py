@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from pathlib import Path
@@ -15,6 +14,7 @@ from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.groth16 import api
 from gpu_engine.kinds import PROOF_KINDS, get_kind
 from gpu_engine.trusted_setup import prepare_params
+from gpu_engine.groth16.keyfile import write_atomic
 
 
 class Command(BaseCommand):
@@ -64,10 +64,8 @@ class Command(BaseCommand):
             )
             proofs.append(pp)
         bundle = api.make_bundle(kind, job_id, params.vk, proofs)
-        tmp = out.with_name(out.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(bundle, indent=1))
-            os.replace(tmp, out)
+            write_atomic(out, json.dumps(bundle, indent=1))
         except OSError as exc:
             raise CommandError(f"cannot write {out}: {exc}") from None
         self.stdout.write(self.style.SUCCESS(

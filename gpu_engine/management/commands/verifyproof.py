@@ -4,6 +4,11 @@ The bundle is verified against the engine's own key for its kind (from the param
 or the key in KEYFILE (written by `manage.py exportkey`), never the key embedded in the bundle; the
 public inputs are derived here from (kind, job id, index). Each broken binding is named.
 
+A circom circuit's bundle is verified against the registered circuit's key (or KEYFILE: snarkjs's
+`verification_key.json`, e.g. from `GET /api/circuits/NAME/vkey`) with the public signals it
+carries, and, when the job is in this engine's database, bound to that job's stored signals
+(gpu_engine/circom/bundle_check.py).
+
 Exit status: 0 every partition verifies and the bundle is bound to its job and key;
 1 a partition does not verify or a binding is broken; 2 the bundle is unreadable or malformed;
 3 there is no trusted key to check against (parameters missing or corrupt, KEYFILE unusable).
@@ -52,8 +57,11 @@ class Command(BaseCommand):
         scale = opts["scale"] if opts["scale"] is not None else settings.CIRCUIT_SCALE
         if scale < 1:
             raise CommandError(f"--scale must be a positive integer, got {scale}", returncode=EXIT_NO_KEY)
-        vk, source = self._trusted_key(kind, scale, opts)
-        check = api.check_bundle(bundle, vk, scale=scale)
+        if kind in api.PROOF_KINDS:
+            vk, source = self._trusted_key(kind, scale, opts)
+            check = api.check_bundle(bundle, vk, scale=scale)
+        else:
+            check, source = self._check_circuit(path, bundle, kind, job_id, opts)
         for index, ok in check.partitions:
             self.stdout.write(f"partition {index}: {'valid' if ok else 'INVALID'}")
         for note in check.notes:
@@ -91,3 +99,42 @@ class Command(BaseCommand):
             return api.load_params(kind, params_dir, scale).vk, f"the engine's {kind} key"
         except api.ParamsUnavailable as exc:
             raise CommandError(str(exc), returncode=EXIT_NO_KEY) from None
+
+    def _check_circuit(self, path: Path, bundle: Any, kind: str, job_id: str, opts: dict) -> tuple[Any, str]:
+        """A circom circuit's bundle: the circuit's key (registered here, or --key), the job's stored signals."""
+        from gpu_engine.circom import registry, snarkjs_json
+        from gpu_engine.circom.bundle_check import check_circuit_bundle
+        from gpu_engine.models import ProofJob
+
+        circuit = registry.get_circuit(kind)
+        if opts["key"] is not None:
+            key_path = Path(opts["key"])
+            data = _read_json(key_path, "key file", EXIT_NO_KEY)
+            try:
+                if isinstance(data, dict) and "protocol" in data:  # snarkjs's verification_key.json
+                    vk = snarkjs_json.parse_verification_key(data)
+                else:
+                    vk = api.parse_vk(data.get("vk", data) if isinstance(data, dict) else data)
+            except api.BundleFormatError as exc:
+                raise CommandError(f"{key_path}: malformed key file: {exc}", returncode=EXIT_NO_KEY) from None
+            source = f"the key in {key_path}"
+        elif circuit is not None:
+            vk = snarkjs_json.parse_verification_key(circuit.vkey)
+            source = f"circuit {kind}'s registered key"
+        else:
+            raise CommandError(
+                f"proof_kind: {kind!r} is neither a built-in kind ({', '.join(api.PROOF_KINDS)}) nor a circuit "
+                f"registered here. Verify a circuit's proofs with its key: `verifyproof {path} --key "
+                "verification_key.json` (GET /api/circuits/NAME/vkey), or with snarkjs: `exportproof JOB --format "
+                "snarkjs --out DIR --vkey`, then `snarkjs groth16 verify`", returncode=EXIT_NO_KEY)
+        expected = None
+        job = ProofJob.objects.filter(job_id=job_id, proof_kind=kind, bundle__isnull=False).first()
+        if job is not None:
+            try:
+                expected = {index: inputs for index, inputs, _ in api.parse_bundle(job.bundle)[3]}
+            except api.BundleFormatError:
+                expected = None
+        try:
+            return check_circuit_bundle(bundle, vk, expected=expected), source
+        except api.BundleFormatError as exc:
+            raise CommandError(f"{path}: malformed: {exc}", returncode=EXIT_MALFORMED) from None
