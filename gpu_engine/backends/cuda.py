@@ -100,6 +100,8 @@ def load_modules(drv: Any, compiler: Any, arch: str) -> dict[str, Any]:
             try:
                 functions[kernel] = module.get_function(kernel)
             except drv.LogicError as exc:
+                if "not found" not in str(exc):
+                    raise  # a faulted context says LogicError too (PyCUDA maps an illegal address there)
                 raise BackendUnavailable(f"kernel {kernel} is missing from the {name} module for {arch}: {exc}") \
                     from exc
         with _cubin_lock:
