@@ -358,9 +358,11 @@ def bucket_work(counts: np.ndarray, c: int, log_chunk: int) -> dict[str, float]:
     counts[:: 1 << c] = 0  # digit-0 buckets: no work
     total = int(counts.sum())
     if total == 0:
-        return {"additions": 0, "largest_bucket_share": 0.0, "largest_chunk_share": 0.0, "longest_chain": 0}
+        return {"additions": 0, "largest_bucket": 0, "largest_bucket_share": 0.0, "largest_chunk_share": 0.0,
+                "longest_chain": 0}
     largest = int(counts.max())
     chunk = min(largest, 1 << log_chunk)
     levels = (-(-largest >> log_chunk) - 1).bit_length()
-    return {"additions": total, "largest_bucket_share": largest / total, "largest_chunk_share": chunk / total,
+    return {"additions": total, "largest_bucket": largest, "largest_bucket_share": largest / total,
+            "largest_chunk_share": chunk / total,
             "longest_chain": chunk + levels}

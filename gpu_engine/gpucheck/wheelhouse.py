@@ -63,6 +63,11 @@ def normalize(dist: str) -> str:
     return re.sub(r"[-_.]+", "_", dist).lower()
 
 
+def requirement_name(spec: str) -> str:
+    """The normalized distribution a requirement such as 'Django>=5.2,<5.3' or 'x[extra]; marker' names."""
+    return normalize(re.split(r"[<>=!~\[; ]", spec.strip(), maxsplit=1)[0])
+
+
 def third_party(names: set[str] | list[str]) -> set[str]:
     """Top-level module names that are neither the standard library nor this project."""
     return {n for n in names if n and not n.startswith("_") and n not in sys.stdlib_module_names
@@ -132,8 +137,7 @@ def problems(manifest: dict, folder: Path | None = None) -> list[str]:
     sdists = [f for f in files if not f.endswith(".whl")]
     if [file_dist(f) for f in sdists] != [PYCUDA]:
         out.append(f"expected exactly the {PYCUDA} sdist besides the wheels, found {sdists}")
-    needed = {normalize(r.split("==")[0].split(">")[0].split("<")[0].split("[")[0].strip())
-              for r in manifest.get("requirements", []) + manifest.get("build_requirements", [])}
+    needed = {requirement_name(r) for r in manifest.get("requirements", []) + manifest.get("build_requirements", [])}
     missing = needed - {file_dist(f) for f in files}
     if missing:
         out.append(f"requirements without a file: {sorted(missing)}")
@@ -181,7 +185,7 @@ def declared_specs() -> dict[str, str]:
     wheel), and the ranges are what the project promises to work with."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     specs = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
-    return {normalize(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]): spec for spec in specs}
+    return {requirement_name(spec): spec for spec in specs}
 
 
 def _pip_download(args: list[str], dest: Path) -> None:
