@@ -236,10 +236,10 @@ def make(folder: Path, pycuda_spec: str) -> dict:
     _pip_download(["--no-binary", ":all:", "--no-deps", "--no-build-isolation", pycuda_spec], folder)
     sdist = next(folder.glob(f"{PYCUDA}-*.tar.gz"))
     build, runtime = _sdist_requirements(sdist)
-    _binary(build + runtime, folder)
+    _binary(build + runtime + ["pip"], folder)  # pip: for a Python without ensurepip (see check.py)
     manifest = {
         "python": TARGET_PYTHON, "abi": TARGET_ABI, "platforms": list(PLATFORMS),
-        "imports": mapping, "requirements": requirements + runtime, "build_requirements": build,
+        "imports": mapping, "requirements": requirements + runtime, "build_requirements": [*build, "pip"],
         "pycuda": sdist.name,
         "files": {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.name != MANIFEST},
     }
