@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import ctypes.util
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -112,14 +114,57 @@ class Run:
         return bool(self.steps) and all(s.ok or not s.required for s in self.steps)
 
 
+def cuda_root() -> Path | None:
+    """The toolkit directory holding include/cuda.h: CUDA_HOME, CUDA_PATH, nvcc's real location (nvcc on
+    PATH may be a wrapper script elsewhere), or /usr/local/cuda."""
+    nvcc = shutil.which("nvcc")
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parents[1]))
+        text = Path(nvcc).read_bytes()[:4096]
+        if text.startswith(b"#!"):  # a wrapper: the toolkit's nvcc it execs
+            candidates += [m.decode() for m in re.findall(rb"(/[\w./-]+)/bin/nvcc", text)]
+    candidates.append("/usr/local/cuda")
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "include" / "cuda.h").is_file():
+            return Path(candidate)
+    return None
+
+
+def _linkable_libcuda(work: Path) -> str | None:
+    """A directory where `-lcuda` resolves: the driver often ships only libcuda.so.1, and the toolkit's
+    stubs may be missing; then a libcuda.so link to the driver's library is made under `work`."""
+    found = ctypes.util.find_library("cuda")
+    if found is None:
+        return None
+    try:
+        path = Path(ctypes.CDLL(found)._name)
+        if not path.is_absolute():
+            lines = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+            path = next(Path(line.split("=>")[-1].strip()) for line in lines if found in line)
+    except (OSError, StopIteration):
+        return None
+    link_dir = work / "libcuda"
+    link_dir.mkdir(parents=True, exist_ok=True)
+    link = link_dir / "libcuda.so"
+    link.unlink(missing_ok=True)
+    link.symlink_to(path)
+    return str(link_dir)
+
+
 def _pycuda_env(work: Path) -> dict[str, str]:
-    """CUDA_ROOT from nvcc's location, and build_ext in parallel (PyCUDA's C++ takes minutes serially)."""
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    """PyCUDA's build finds the toolkit from the nvcc first on PATH, so the toolkit's bin goes first;
+    build_ext runs in parallel (PyCUDA's C++ takes minutes serially); -lcuda must resolve."""
     cfg = work / "build-parallel.cfg"
     cfg.write_text(f"[build_ext]\nparallel = {os.cpu_count() or 4}\n")
-    cuda_root = str(Path(nvcc).resolve().parents[1])
-    return {"CUDA_ROOT": cuda_root, "DIST_EXTRA_CONFIG": str(cfg),
-            "PATH": f"{Path(nvcc).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {"DIST_EXTRA_CONFIG": str(cfg)}
+    root = cuda_root()
+    if root is not None:
+        env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    libdir = _linkable_libcuda(work)
+    if libdir is not None:
+        env["LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, os.environ.get("LIBRARY_PATH")) if p)
+    return env
 
 
 def _make_venv(run: Run, venv: Path, folder: Path) -> bool:

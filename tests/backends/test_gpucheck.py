@@ -79,3 +79,11 @@ def test_steps_are_bounded_and_the_report_says_what_happened(tmp_path):
     assert text.startswith("# gpucheck: FAIL\n") and "- GPU: Fake GPU" in text
     assert "| a slow step | FAILED |" in text and "| a failing step | FAILED | 0 | exit 3 |" in text
     assert "## Kernel resources" in text and "## a failing step: output (tail)" not in text  # no output, no section
+
+
+def test_pycudas_build_finds_the_toolkit_behind_an_nvcc_wrapper(tmp_path):
+    root = check.cuda_root()
+    assert root is not None and (root / "include" / "cuda.h").is_file()
+    env = check._pycuda_env(tmp_path)
+    assert env["PATH"].startswith(f"{root / 'bin'}:")  # PyCUDA takes CUDA_ROOT from the first nvcc on PATH
+    assert "parallel = " in (tmp_path / "build-parallel.cfg").read_text()
