@@ -165,13 +165,16 @@ def bench_hot_buckets(cuda, log_n: int, cpu_max: int, repeat: int, rng) -> list[
     rows = [f"| 0/1 witness MSM 2^{log_n} | gpu ms | largest share of the bucket additions one thread does "
             "| longest chain of additions |", "|---|---|---|---|"]
     print("\n".join(rows), flush=True)
-    split_before = plan.split
+    split_before, unsplit = plan.split, None
     try:
         for split in (False, True):
             plan.split = split
-            got = plan.msm(bases, n, scalars)
-            if want is not None and limbs.g1_from_affine(limbs.xyzz_mont_to_affine(got)) != want:
+            got = limbs.g1_from_affine(limbs.xyzz_mont_to_affine(plan.msm(bases, n, scalars)))
+            if want is not None and got != want:
                 raise SystemExit(f"hot-bucket MSM 2^{log_n} (split={split}): GPU and CPU disagree")
+            if split and got != unsplit:
+                raise SystemExit(f"hot-bucket MSM 2^{log_n}: split and unsplit buckets disagree")
+            unsplit = got
             ms = median_ms(lambda: plan.msm(bases, n, scalars), repeat)
             lay = plan.last_layout
             work = bucket_work(plan.bucket_counts(), lay.c, lay.log_chunk)
