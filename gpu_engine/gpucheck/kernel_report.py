@@ -41,7 +41,7 @@ def rows(ordinal: int = 0) -> list[dict]:
                 })
         return out
     finally:
-        ctx.pop()
+        drv.Context.pop()
         ctx.detach()
 
 

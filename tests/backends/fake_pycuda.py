@@ -61,6 +61,7 @@ class FakeGpu:
         self.compiles = 0
         self.pinned_sizes: list[int] = []
         self.launches: list[tuple[str, tuple, tuple]] = []
+        self.attributes: dict[str, dict[str, int]] = {}  # kernel -> attribute overrides (kernel report tests)
         self.allocations: dict[int, DeviceAllocation] = {}
         self.local = threading.local()
         self.driver = self._driver_module()
@@ -176,6 +177,9 @@ class FakeGpu:
             pagelocked_empty=pagelocked_empty, memcpy_htod_async=memcpy_htod_async,
             memcpy_dtoh_async=memcpy_dtoh_async, memcpy_dtod_async=memcpy_dtod_async,
             memset_d32_async=memset_d32_async, Stream=Stream, module_from_buffer=module_from_buffer, init=init,
+            function_attribute=types.SimpleNamespace(NUM_REGS="NUM_REGS", MAX_THREADS_PER_BLOCK="MAX_THREADS_PER_BLOCK",
+                                                     LOCAL_SIZE_BYTES="LOCAL_SIZE_BYTES",
+                                                     SHARED_SIZE_BYTES="SHARED_SIZE_BYTES"),
         )
 
     def _compile(self, source: str, **kwargs: Any) -> bytes:
@@ -261,8 +265,13 @@ class Module:
 
 
 class Function:
+    DEFAULTS = {"NUM_REGS": 64, "MAX_THREADS_PER_BLOCK": 1024, "LOCAL_SIZE_BYTES": 0, "SHARED_SIZE_BYTES": 0}
+
     def __init__(self, gpu: FakeGpu, name: str) -> None:
         self.gpu, self.name = gpu, name
+
+    def get_attribute(self, attribute: str) -> int:
+        return self.gpu.attributes.get(self.name, {}).get(attribute, self.DEFAULTS[attribute])
 
     def __call__(self, *args: Any, block: tuple, grid: tuple, stream: Any = None) -> None:
         ctx = self.gpu.current()
