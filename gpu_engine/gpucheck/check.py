@@ -153,17 +153,25 @@ def _linkable_libcuda(work: Path) -> str | None:
 
 
 def _pycuda_env(work: Path) -> dict[str, str]:
-    """PyCUDA's build finds the toolkit from the nvcc first on PATH, so the toolkit's bin goes first;
-    build_ext runs in parallel (PyCUDA's C++ takes minutes serially); -lcuda must resolve."""
+    """PyCUDA's build reads its options from ~/.aksetup-defaults.py: HOME points at one written here with
+    the toolkit's root, the directory where -lcuda resolves, and cuRAND only when the toolkit has it.
+    build_ext runs in parallel (PyCUDA's C++ takes minutes serially)."""
     cfg = work / "build-parallel.cfg"
     cfg.write_text(f"[build_ext]\nparallel = {os.cpu_count() or 4}\n")
-    env = {"DIST_EXTRA_CONFIG": str(cfg)}
+    home = work / "pycuda-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"DIST_EXTRA_CONFIG": str(cfg), "HOME": str(home)}
+    options = []
     root = cuda_root()
     if root is not None:
         env["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+        options += [f"CUDA_ROOT = {str(root)!r}", f"CUDA_INC_DIR = [{str(root / 'include')!r}]",
+                    f"CUDA_ENABLE_CURAND = {(root / 'include' / 'curand.h').is_file()}"]
     libdir = _linkable_libcuda(work)
     if libdir is not None:
         env["LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, os.environ.get("LIBRARY_PATH")) if p)
+        options.append(f"CUDADRV_LIB_DIR = [{libdir!r}]")
+    (home / ".aksetup-defaults.py").write_text("\n".join(options) + "\n")
     return env
 
 

@@ -87,3 +87,6 @@ def test_pycudas_build_finds_the_toolkit_behind_an_nvcc_wrapper(tmp_path):
     env = check._pycuda_env(tmp_path)
     assert env["PATH"].startswith(f"{root / 'bin'}:")  # PyCUDA takes CUDA_ROOT from the first nvcc on PATH
     assert "parallel = " in (tmp_path / "build-parallel.cfg").read_text()
+    options = (Path(env["HOME"]) / ".aksetup-defaults.py").read_text()  # read by PyCUDA's setup
+    assert f"CUDA_ROOT = {str(root)!r}" in options
+    assert f"CUDA_ENABLE_CURAND = {(root / 'include' / 'curand.h').is_file()}" in options
