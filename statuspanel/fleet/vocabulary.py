@@ -12,7 +12,8 @@ SOURCE_DOWN_STATES = frozenset({SOURCE_UNREACHABLE, SOURCE_MALFORMED})
 # A source is stale once its last good snapshot is older than this many poll intervals.
 STALE_INTERVALS = 2
 # Why a source is unreachable or malformed (`source.reason`); `source.error` says it in words.
-UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network")
+UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network",
+                       "blocked")
 MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape")
 SOURCE_KINDS = ("cuzk", "vastmanager")
 SOURCE_TRANSPORTS = ("http", "ssh")
