@@ -22,6 +22,7 @@ from typing import Any, Callable
 from gpu_engine import wire
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
+from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
@@ -42,8 +43,10 @@ class FleetCollector:
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
                  channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
-                 event_retention_days: float | None = None) -> None:
+                 event_retention_days: float | None = None, limits: SourceLimits | None = None) -> None:
         self.reload_secs = reload_secs
+        # What one answer may hold (workers, pipelines, partitions), checked before the adapter runs.
+        self.limits = limits or SourceLimits.from_settings()
         # Kept state changes older than this are pruned hourly (0: never); no pruning without the table.
         if event_retention_days is None:
             event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
@@ -215,9 +218,9 @@ class FleetCollector:
         try:
             body = await fetch(client, cfg, self.max_bytes)
             if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
-                snap = decode(body, cfg.kind, self.max_depth)
+                snap = decode(body, cfg.kind, self.max_depth, self.limits)
             else:
-                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth, self.limits)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:
