@@ -17,8 +17,11 @@ log = logging.getLogger(__name__)
 
 def load_sources() -> list[SourceConfig]:
     """Every enabled source as plain data (the token included: it is sent, never shown)."""
+    from django.conf import settings
+
     from statuspanel.models import Source
 
+    allow_link_local = bool(getattr(settings, "FLEET_ALLOW_LINK_LOCAL", False))
     try:
         return [
             SourceConfig(
@@ -26,7 +29,7 @@ def load_sources() -> list[SourceConfig]:
                 ssh_host=s.ssh_host, ssh_port=s.ssh_port, ssh_key_path=s.ssh_key_path,
                 known_hosts_policy=s.known_hosts_policy, known_hosts_path=s.known_hosts_path,
                 ssh_host_key=s.ssh_host_key, remote_port=s.remote_port, token=s.token,
-                interval_secs=s.interval_secs)
+                interval_secs=s.interval_secs, allow_link_local=allow_link_local)
             for s in Source.objects.filter(enabled=True).order_by("name")
         ]
     finally:

@@ -4,7 +4,6 @@ caps allow is `malformed` / `too-large` with the cap named, decided before the a
 healthy one streaming, and the panel page and `/metrics` small."""
 from __future__ import annotations
 
-import copy
 import json
 import time
 
