@@ -24,6 +24,7 @@ from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.errors import Unreachable
+from statuspanel.fleet.events import DEFAULT_BURST, DEFAULT_WINDOW_SECS, StateChange, StateChangeLog
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
@@ -57,9 +58,17 @@ class FleetCollector:
         self._layer = channel_layer
         self._cache = cache
         self._load = load_sources or source_table.load_sources
-        self._record = record_state_change or source_table.record_state_change
+        # State changes: batched, at most a burst per source and window (a flapping source is summarised).
+        if record_state_change is None:
+            write = source_table.record_state_changes
+        else:  # one call per kept change (tests record them without a database)
+            def write(events: list[StateChange], current: list[StateChange]) -> None:
+                for c in events:
+                    record_state_change(c.source_id, c.name, c.previous, c.state, c.reason, c.error, c.at)
+        self.events = StateChangeLog(write, burst=int(_setting("FLEET_EVENT_BURST", DEFAULT_BURST)),
+                                     window_secs=_setting("FLEET_EVENT_WINDOW_SECS", DEFAULT_WINDOW_SECS))
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
-        # State changes and pinned keys are written by one thread, so they land in the order they happened.
+        # Pinned keys and the hourly prune are written by one thread of their own.
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -96,6 +105,7 @@ class FleetCollector:
     def start(self) -> FleetCollector:
         if self._thread is not None:
             raise RuntimeError("collector already started")
+        self.events.start()
         self._thread = threading.Thread(target=self._main, name="fleet-collector", daemon=True)
         self._thread.start()
         self._ready.wait(5)
@@ -109,7 +119,8 @@ class FleetCollector:
         if thread is not None:
             thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._writer.shutdown(wait=True)  # the last state changes are kept
+        self._writer.shutdown(wait=True)
+        self.events.stop()  # the last state changes (and open flapping summaries) are kept
 
     @property
     def running(self) -> bool:
@@ -250,8 +261,8 @@ class FleetCollector:
         state.published_state = current
         state.last_publish = time.monotonic()
         if previous != current:
-            self._writer.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
-                                  current[0], current[1], source["error"] or "", time.time())
+            self.events.add(StateChange(cfg.id, cfg.name, previous[0] if previous else "", current[0], current[1],
+                                        source["error"] or "", time.time()))
         try:
             await self._in_thread(self._store, snap)
             self._send(wire.snapshot_message(cfg.name, snap["seq"], snap))
@@ -293,12 +304,6 @@ class FleetCollector:
             source_table.prune_events(self.event_retention_days)
         except Exception:  # an old row left for the next hour must not stop the collector
             log.exception("fleet: pruning old state changes failed")
-
-    def _record_safely(self, *args: Any) -> None:
-        try:
-            self._record(*args)
-        except Exception:  # a state change not kept must not stop the collector
-            log.exception("fleet: keeping a state change of %s failed", args[1])
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()

@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 
-from django.db import connection
+from django.db import connection, transaction
 
+from statuspanel.fleet.events import StateChange
 from statuspanel.fleet.transport import SourceConfig
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,27 @@ def record_state_change(source_id: int, name: str, previous: str, state: str, re
                                    reason=reason, error=error[:500])
         if source is not None:
             Source.objects.filter(id=source_id).update(state=state, state_since=when, last_error=error[:500])
+    finally:
+        connection.close()
+
+
+def record_state_changes(events: list[StateChange], current: list[StateChange]) -> None:
+    """Keep a batch of state changes (SourceEvent rows) and each source's latest state on its row:
+    one transaction, a handful of queries however many changes gathered."""
+    from statuspanel.models import Source, SourceEvent
+
+    ids = {c.source_id for c in events} | {c.source_id for c in current}
+    try:
+        with transaction.atomic():
+            existing = set(Source.objects.filter(id__in=ids).values_list("id", flat=True))
+            SourceEvent.objects.bulk_create([
+                SourceEvent(source_id=c.source_id if c.source_id in existing else None, source_name=c.name,
+                            at=datetime.fromtimestamp(c.at, timezone.utc), previous=c.previous, state=c.state,
+                            reason=c.reason, error=c.error[:500])
+                for c in events])
+            rows = [Source(id=c.source_id, state=c.state, state_since=datetime.fromtimestamp(c.at, timezone.utc),
+                           last_error=c.error[:500]) for c in current if c.source_id in existing]
+            Source.objects.bulk_update(rows, ["state", "state_since", "last_error"], batch_size=500)
     finally:
         connection.close()
 

@@ -18,3 +18,6 @@ MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape")
 SOURCE_KINDS = ("cuzk", "vastmanager")
 SOURCE_TRANSPORTS = ("http", "ssh")
 SOURCE_KEYS = ("kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms")
+# The reason of a kept state change that stands for many: a flapping source's changes beyond the
+# per-window burst, counted in one row (statuspanel/fleet/events.py).
+EVENT_FLAPPING = "flapping"
