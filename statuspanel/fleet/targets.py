@@ -64,6 +64,10 @@ async def resolve_allowed(host: str, port: int, *, allow_link_local: bool) -> li
         problem = literal_problem(bare)
         if problem:
             raise BlockedTarget(refusal(host, problem))
+    try:
+        return [str(ipaddress.ip_address(bare))]  # an address: nothing to resolve (no resolver thread)
+    except ValueError:
+        pass
     infos = await anyio.getaddrinfo(bare, port, type=socket.SOCK_STREAM)
     addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not allow_link_local:
