@@ -75,7 +75,8 @@ class SourceForm(forms.ModelForm):
     token = forms.CharField(required=False, strip=True, max_length=512,
                             widget=forms.PasswordInput(render_value=False),
                             help_text="bearer token sent to the source; write-only (left empty on an edit, "
-                                      "the current one is kept)")
+                                      "the current one is kept, unless the URL or ssh host changes: then it "
+                                      "must be given again)")
     clear_token = forms.BooleanField(required=False, help_text="remove the stored token")
 
     def __init__(self, *args, **kwargs) -> None:
