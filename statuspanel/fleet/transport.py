@@ -29,6 +29,8 @@ from statuspanel.fleet.targets import BlockedTarget, resolve_allowed
 
 STATUS_PATHS = {"cuzk": "/status", "vastmanager": "/api/status"}
 MAX_BYTES = 8 * 1024 * 1024
+# An idle kept-alive connection older than this is closed, not reused (httpx's own default).
+KEEPALIVE_EXPIRY_SECS = 5.0
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,8 @@ class PoolTransport(httpx.AsyncBaseTransport):
     def __init__(self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext | None = None) -> None:
         self.backend = backend
         self._pool = httpcore.AsyncConnectionPool(network_backend=backend, ssl_context=ssl_context,
-                                                  max_connections=1, max_keepalive_connections=1, retries=0)
+                                                  max_connections=1, max_keepalive_connections=1, retries=0,
+                                                  keepalive_expiry=KEEPALIVE_EXPIRY_SECS)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         req = httpcore.Request(
