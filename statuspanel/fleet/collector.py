@@ -4,8 +4,9 @@ It runs inside the serving process (`runprover`, `watchfleet`) on an asyncio loo
 one thread, so nothing a source does (hang, flood, garbage) can hold the web server's loop; its
 snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
-the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
-depth cap. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
+the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap, a JSON depth
+cap and caps on what one answer may hold (statuspanel/fleet/bounds.py). State changes go to a
+`StateChangeLog` (statuspanel/fleet/events.py): batched, at most a burst per source and window. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
 small thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.

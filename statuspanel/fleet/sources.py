@@ -1,4 +1,5 @@
-"""The collector's side of the Source table: read the enabled sources, keep state changes, pin host keys.
+"""The collector's side of the Source table: read the enabled sources, keep state changes (in batches,
+from statuspanel/fleet/events.py), pin host keys.
 
 These run in the collector's worker threads (never on its event loop) and close their database
 connection when done, so a thread pool holds no connection between polls.
@@ -33,22 +34,6 @@ def load_sources() -> list[SourceConfig]:
                 interval_secs=s.interval_secs, allow_link_local=allow_link_local)
             for s in Source.objects.filter(enabled=True).order_by("name")
         ]
-    finally:
-        connection.close()
-
-
-def record_state_change(source_id: int, name: str, previous: str, state: str, reason: str, error: str,
-                        at: float) -> None:
-    """Keep one state change: a SourceEvent row, and the source's current state on its row."""
-    from statuspanel.models import Source, SourceEvent
-
-    when = datetime.fromtimestamp(at, timezone.utc)
-    try:
-        source = Source.objects.filter(id=source_id).first()
-        SourceEvent.objects.create(source=source, source_name=name, at=when, previous=previous, state=state,
-                                   reason=reason, error=error[:500])
-        if source is not None:
-            Source.objects.filter(id=source_id).update(state=state, state_since=when, last_error=error[:500])
     finally:
         connection.close()
 

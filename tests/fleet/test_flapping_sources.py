@@ -67,7 +67,9 @@ def test_200_flapping_sources_keep_a_bounded_number_of_rows_and_the_writer_keeps
                    for i, port in enumerate(ports)]
         collector = FleetCollector(load_sources=lambda: configs, reload_secs=1.0).start()
         try:
+            cpu0 = time.process_time()  # this process: the collector and its writer (the servers run apart)
             time.sleep(FLAP_SECS)
+            cpu = 100 * (time.process_time() - cpu0) / FLAP_SECS
             fleet.stdin.write("calm\n")
             fleet.stdin.flush()
             assert fleet.stdout.readline().strip() == "calm"
@@ -89,7 +91,8 @@ def test_200_flapping_sources_keep_a_bounded_number_of_rows_and_the_writer_keeps
     summaries = SourceEvent.objects.filter(reason=EVENT_FLAPPING).count()
     print(f"{SOURCES} flapping sources, {FLAP_SECS:g} s: {changes} state changes, {sum(rows.values())} rows kept "
           f"({summaries} flapping summaries); writer backlog at most {backlog} rows, {backlog_then} when the "
-          f"flapping stopped; every source online and its row written {drained:.1f} s after")
+          f"flapping stopped; every source online and its row written {drained:.1f} s after; collector CPU "
+          f"{cpu:.0f}% of a core while flapping")
     assert changes > SOURCES * BURST, "the sources really flapped"
     assert max(rows.values()) <= BURST + 1
     assert summaries >= SOURCES // 2
