@@ -6,8 +6,9 @@ snapshots enter the same path as local engines (gpu_engine/wire.py: the cache an
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
 the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap, a JSON depth
 cap and caps on what one answer may hold (statuspanel/fleet/bounds.py). State changes go to a
-`StateChangeLog` (statuspanel/fleet/events.py): batched, at most a burst per source and window. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
-small thread pool (a typical status document, a few KiB, is decoded in place). The
+`StateChangeLog` (statuspanel/fleet/events.py): batched, at most a burst per source and window.
+JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a small
+thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
 """
