@@ -4,7 +4,11 @@ A custom collector (no process-global metric objects) builds every series from t
 snapshots (wire.latest_snapshots, plus this process's engine) and a few database rows (the
 outcome and duration tallies, gpu_engine/tallies.py), so an engine or worker that is gone leaves
 no series behind and the counters survive restarts. Names follow Prometheus conventions under the
-`vastmanager_` prefix; labels `engine` and `kind`. Auth: the operator's bearer token, the
+`vastmanager_` prefix; labels `engine` and `kind`. Every label value is a series, and a fleet
+source's snapshot is remote data: worker states and proof kinds are folded into the known
+vocabulary (anything else is `other`), GPU names cut to 64 characters, and the per-worker and
+per-GPU series of one engine held to METRICS_MAX_SERIES_PER_ENGINE; what that leaves out is
+counted in `vastmanager_metrics_series_dropped`. Auth: the operator's bearer token, the
 read-only status token where one is configured, a logged-in session, or none with METRICS_PUBLIC.
 """
 from __future__ import annotations
@@ -22,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
+from gpu_engine.validation import valid_kinds
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE
@@ -32,6 +37,22 @@ from statuspanel.render.numbers import num
 
 P = "vastmanager_"
 _OUTCOMES = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
+OTHER = "other"                 # the label value of any state or kind outside the known vocabulary
+LABEL_MAX_CHARS = 64            # free text from remote data (GPU names) is cut to this
+DEFAULT_MAX_SERIES_PER_ENGINE = 1000
+
+
+def fold(value: Any, known: frozenset[str] | set[str]) -> str:
+    """A label value from remote data: itself when it is a known word, else `other`."""
+    text = str(value or "")
+    return text if text in known else OTHER
+
+
+def _known_kinds() -> frozenset[str]:
+    try:
+        return frozenset(valid_kinds(circuits=True))
+    except Exception:  # the circuit table unreadable: the built-in kinds still name themselves
+        return frozenset(valid_kinds())
 
 
 def _snapshots() -> list[dict[str, Any]]:
@@ -41,8 +62,12 @@ def _snapshots() -> list[dict[str, Any]]:
 class SnapshotCollector:
     """Collects one scrape: live series from `snapshots()`, counters and histograms from the tallies."""
 
-    def __init__(self, snapshots=_snapshots, clock=time.time) -> None:
+    def __init__(self, snapshots=_snapshots, clock=time.time, max_series_per_engine: int | None = None) -> None:
         self.snapshots, self.clock = snapshots, clock
+        if max_series_per_engine is None:
+            max_series_per_engine = int(getattr(settings, "METRICS_MAX_SERIES_PER_ENGINE",
+                                                DEFAULT_MAX_SERIES_PER_ENGINE))
+        self.max_series = max_series_per_engine
 
     def collect(self) -> Iterator[Metric]:
         snaps = self.snapshots()
@@ -79,8 +104,14 @@ class SnapshotCollector:
                                   labels=src_labels)
         s_lat = GaugeMetricFamily(P + "source_poll_latency_seconds", "Duration of the source's last poll",
                                   labels=src_labels)
+        dropped = GaugeMetricFamily(P + "metrics_series_dropped",
+                                    "Per-worker and per-GPU series of the engine left out of this scrape "
+                                    "(over METRICS_MAX_SERIES_PER_ENGINE)", labels=["engine"])
+        kinds = _known_kinds()
+        states = frozenset(WORKER_STATES)
         for snap in snaps:
             e = engine_id_of(snap)
+            budget, left_out = self.max_series, 0
             up.add_metric([e], 1)
             published = num(snap.get("published_at"))
             if published is not None:
@@ -89,17 +120,23 @@ class SnapshotCollector:
             for w in snap.get("gpu_workers") or []:
                 if not isinstance(w, dict):
                     continue
-                state, wid, gpu = str(w.get("state") or ""), str(w.get("worker_id")), str(w.get("gpu_ordinal", ""))
+                state, wid, gpu = fold(w.get("state"), states), str(w.get("worker_id")), str(w.get("gpu_ordinal", ""))
                 by_state[state] += 1
-                for s in sorted(set(WORKER_STATES) | {state}):
-                    wstate.add_metric([e, wid, gpu, s], 1 if s == state else 0)
-                wbusy.add_metric([e, wid, gpu], num(w.get("busy_secs")) or 0.0)
+                labels_of_state = sorted(states | {state})
+                cost = len(labels_of_state) + 1
+                if cost > budget:
+                    left_out += cost
+                    continue
+                budget -= cost
+                for s in labels_of_state:
+                    wstate.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS], s], 1 if s == state else 0)
+                wbusy.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS]], num(w.get("busy_secs")) or 0.0)
             for state, n in sorted(by_state.items()):
                 workers.add_metric([e, state], n)
             phase_counts: Counter[tuple[str, str]] = Counter()
             for pipe in snap.get("pipelines") or []:
                 if isinstance(pipe, dict):
-                    kind = str(pipe.get("proof_kind") or "")
+                    kind = fold(pipe.get("proof_kind"), kinds)
                     for part in pipe.get("partitions") or []:
                         if isinstance(part, dict):
                             phase_counts[(kind, str(part.get("state") or ""))] += 1
@@ -120,12 +157,16 @@ class SnapshotCollector:
             for g in snap.get("gpus") or []:
                 if not isinstance(g, dict):
                     continue
-                labels = [e, str(g.get("ordinal")), str(g.get("name") or "")]
-                readings = ((g_util, "util_pct", 0.01), (g_used, "mem_used_bytes", 1), (g_total, "mem_total_bytes", 1),
-                            (g_temp, "temp_c", 1), (g_power, "power_w", 1))
+                labels = [e, str(g.get("ordinal"))[:LABEL_MAX_CHARS], str(g.get("name") or "")[:LABEL_MAX_CHARS]]
+                readings = [(fam, key, scale) for fam, key, scale in (
+                    (g_util, "util_pct", 0.01), (g_used, "mem_used_bytes", 1), (g_total, "mem_total_bytes", 1),
+                    (g_temp, "temp_c", 1), (g_power, "power_w", 1)) if num(g.get(key)) is not None]
+                if len(readings) > budget:
+                    left_out += len(readings)
+                    continue
+                budget -= len(readings)
                 for fam, key, scale in readings:
-                    if num(g.get(key)) is not None:
-                        fam.add_metric(labels, float(g[key]) * scale)
+                    fam.add_metric(labels, float(g[key]) * scale)
             source = snap.get("source")
             if isinstance(source, dict):  # a fleet-collected engine: how its poll went
                 labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]
@@ -134,8 +175,9 @@ class SnapshotCollector:
                     s_age.add_metric(labels, source["last_ok_secs_ago"])
                 if num(source.get("poll_ms")) is not None:
                     s_lat.add_metric(labels, source["poll_ms"] / 1000.0)
+            dropped.add_metric([e], left_out)
         yield from (up, hb, workers, wstate, wbusy, parts, queue, mem_used, mem_total, synth,
-                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat)
+                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat, dropped)
 
     def _outcomes(self) -> Iterator[Metric]:
         families = {status: CounterMetricFamily(P + f"jobs_{name}", f"Jobs {name} (from the database)",

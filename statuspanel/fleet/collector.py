@@ -4,9 +4,11 @@ It runs inside the serving process (`runprover`, `watchfleet`) on an asyncio loo
 one thread, so nothing a source does (hang, flood, garbage) can hold the web server's loop; its
 snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
-the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
-depth cap. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
-small thread pool (a typical status document, a few KiB, is decoded in place). The
+the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap, a JSON depth
+cap and caps on what one answer may hold (statuspanel/fleet/bounds.py). State changes go to a
+`StateChangeLog` (statuspanel/fleet/events.py): batched, at most a burst per source and window.
+JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a small
+thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
 """
@@ -22,7 +24,9 @@ from typing import Any, Callable
 from gpu_engine import wire
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
+from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.errors import Unreachable
+from statuspanel.fleet.events import DEFAULT_BURST, DEFAULT_WINDOW_SECS, StateChange, StateChangeLog
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
@@ -42,8 +46,10 @@ class FleetCollector:
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
                  channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
-                 event_retention_days: float | None = None) -> None:
+                 event_retention_days: float | None = None, limits: SourceLimits | None = None) -> None:
         self.reload_secs = reload_secs
+        # What one answer may hold (workers, pipelines, partitions), checked before the adapter runs.
+        self.limits = limits or SourceLimits.from_settings()
         # Kept state changes older than this are pruned hourly (0: never); no pruning without the table.
         if event_retention_days is None:
             event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
@@ -54,9 +60,17 @@ class FleetCollector:
         self._layer = channel_layer
         self._cache = cache
         self._load = load_sources or source_table.load_sources
-        self._record = record_state_change or source_table.record_state_change
+        # State changes: batched, at most a burst per source and window (a flapping source is summarised).
+        if record_state_change is None:
+            write = source_table.record_state_changes
+        else:  # one call per kept change (tests record them without a database)
+            def write(events: list[StateChange], current: list[StateChange]) -> None:
+                for c in events:
+                    record_state_change(c.source_id, c.name, c.previous, c.state, c.reason, c.error, c.at)
+        self.events = StateChangeLog(write, burst=int(_setting("FLEET_EVENT_BURST", DEFAULT_BURST)),
+                                     window_secs=_setting("FLEET_EVENT_WINDOW_SECS", DEFAULT_WINDOW_SECS))
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
-        # State changes and pinned keys are written by one thread, so they land in the order they happened.
+        # Pinned keys and the hourly prune are written by one thread of their own.
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -93,6 +107,7 @@ class FleetCollector:
     def start(self) -> FleetCollector:
         if self._thread is not None:
             raise RuntimeError("collector already started")
+        self.events.start()
         self._thread = threading.Thread(target=self._main, name="fleet-collector", daemon=True)
         self._thread.start()
         self._ready.wait(5)
@@ -106,7 +121,8 @@ class FleetCollector:
         if thread is not None:
             thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._writer.shutdown(wait=True)  # the last state changes are kept
+        self._writer.shutdown(wait=True)
+        self.events.stop()  # the last state changes (and open flapping summaries) are kept
 
     @property
     def running(self) -> bool:
@@ -215,9 +231,9 @@ class FleetCollector:
         try:
             body = await fetch(client, cfg, self.max_bytes)
             if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
-                snap = decode(body, cfg.kind, self.max_depth)
+                snap = decode(body, cfg.kind, self.max_depth, self.limits)
             else:
-                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth, self.limits)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:
@@ -247,8 +263,8 @@ class FleetCollector:
         state.published_state = current
         state.last_publish = time.monotonic()
         if previous != current:
-            self._writer.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
-                                  current[0], current[1], source["error"] or "", time.time())
+            self.events.add(StateChange(cfg.id, cfg.name, previous[0] if previous else "", current[0], current[1],
+                                        source["error"] or "", time.time()))
         try:
             await self._in_thread(self._store, snap)
             self._send(wire.snapshot_message(cfg.name, snap["seq"], snap))
@@ -290,12 +306,6 @@ class FleetCollector:
             source_table.prune_events(self.event_retention_days)
         except Exception:  # an old row left for the next hour must not stop the collector
             log.exception("fleet: pruning old state changes failed")
-
-    def _record_safely(self, *args: Any) -> None:
-        try:
-            self._record(*args)
-        except Exception:  # a state change not kept must not stop the collector
-            log.exception("fleet: keeping a state change of %s failed", args[1])
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()

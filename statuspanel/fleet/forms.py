@@ -2,9 +2,12 @@
 
 `SourceForm` validates every field and their combinations (an http source has a URL and no ssh
 fields; an ssh source has user, host, key file and remote port and no URL; a vastmanager source
-has a token). The token is write-only: never rendered back, kept when left empty on an edit,
-removed only with `clear_token`. `parse_ssh_target("user@host[:port]")` is the one reading of the
-`--ssh` argument.
+has a token). The token is write-only: never rendered back, kept when left empty on an edit of
+the same target, removed with `clear_token` or when the URL, the ssh host or port, or the
+transport changes (a token goes only where it was given for: re-pointing a source needs it given
+again). Link-local and cloud-metadata targets are refused unless FLEET_ALLOW_LINK_LOCAL is set
+(statuspanel/fleet/targets.py; the collector checks resolved addresses again at every poll).
+`parse_ssh_target("user@host[:port]")` is the one reading of the `--ssh` argument.
 """
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from gpu_engine import runtime, wire
+from statuspanel.fleet.targets import ALLOW_SETTING, literal_problem, refusal
 from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
 from gpu_engine.wire import validate_engine_id
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
@@ -70,7 +75,8 @@ class SourceForm(forms.ModelForm):
     token = forms.CharField(required=False, strip=True, max_length=512,
                             widget=forms.PasswordInput(render_value=False),
                             help_text="bearer token sent to the source; write-only (left empty on an edit, "
-                                      "the current one is kept)")
+                                      "the current one is kept, unless the URL or ssh host changes: then it "
+                                      "must be given again)")
     clear_token = forms.BooleanField(required=False, help_text="remove the stored token")
 
     def __init__(self, *args, **kwargs) -> None:
@@ -147,6 +153,8 @@ class SourceForm(forms.ModelForm):
                 self.add_error("url", "the URL must not have a #fragment")
             elif port == 0:
                 self.add_error("url", "the URL's port must be from 1 to 65535")
+            else:
+                self._refuse_blocked_host("url", parts.hostname)
         for name in ("ssh_user", "ssh_host", "ssh_key_path", "remote_port"):
             if data.get(name):
                 self.add_error(name, f"{name} is for ssh sources only (this one is http)")
@@ -159,6 +167,8 @@ class SourceForm(forms.ModelForm):
             self.add_error("ssh_user", f"ssh user must be a plain user name, got {user!r}")
         if not HOST_RE.match(host if ":" not in host else f"[{host}]"):
             self.add_error("ssh_host", f"ssh host must be a host name or an address, got {host!r}")
+        else:
+            self._refuse_blocked_host("ssh_host", host)
         port = data.get("ssh_port") or 22
         if not 1 <= port <= 65535:
             self.add_error("ssh_port", f"ssh port must be from 1 to 65535, got {port}")
@@ -184,12 +194,30 @@ class SourceForm(forms.ModelForm):
         if token and (len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token)):
             self.add_error("token", f"a token is at least {MIN_TOKEN_CHARS} printable characters without spaces")
             return
+        repointed = self.instance.pk is not None and bool(self.instance.token) and self._target_changed(data)
         if data.get("clear_token"):
             data["token"] = ""
-        elif not token and self.instance.pk is not None:
+        elif not token and self.instance.pk is not None and not repointed:
             data["token"] = self.instance.token  # write-only: an empty field keeps the stored token
         if kind == "vastmanager" and not data.get("token"):
-            self.add_error("token", "a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN)")
+            again = (" — the stored one was cleared because the source now points elsewhere: give it again"
+                     if repointed and not data.get("clear_token") else "")
+            self.add_error("token", f"a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN){again}")
+
+    def _target_changed(self, data: dict) -> bool:
+        """Whether the edit points the source somewhere else than its stored row (URL, ssh host or
+        port, transport): the stored token then stays behind."""
+        old = self.instance
+        if data.get("transport") != old.transport:
+            return True
+        if old.transport == "ssh":
+            return (data.get("ssh_host"), data.get("ssh_port")) != (old.ssh_host, old.ssh_port)
+        return (data.get("url") or "") != old.url
+
+    def _refuse_blocked_host(self, field_name: str, host: str) -> None:
+        problem = literal_problem(host)
+        if problem and not getattr(settings, ALLOW_SETTING, False):
+            self.add_error(field_name, refusal(host, problem))
 
     def save(self, commit: bool = True) -> Source:
         source = super().save(commit=False)

@@ -1,8 +1,9 @@
 """One source's polling: its state (online / stale / unreachable / malformed), backoff and snapshot.
 
 `SourceState` is what the panel learns about a source; it survives an edit of the source (a new
-client, the same history). `decode` turns an answer's bytes into the panel's snapshot (JSON depth
-cap, the kind's adapter); it runs in a worker thread, off the event loop.
+client, the same history). `decode` turns an answer's bytes into the panel's snapshot (UTF-8 text,
+JSON depth cap, the per-source bounds, then the kind's adapter); large answers are decoded in a
+worker thread, off the event loop.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from statuspanel.fleet.bounds import SourceLimits, check_bounds, utf8_text
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
 from statuspanel.fleet.shape import Malformed, nesting_depth
@@ -25,18 +27,24 @@ BACKOFF_MAX_INTERVALS = 8
 BACKOFF_MAX_SECS = 30.0
 
 
-def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
-    """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed."""
-    if nesting_depth(body) > max_depth:  # before parsing: the parser's recursion must stay shallow
+def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLimits | None = None) -> dict[str, Any]:
+    """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed.
+
+    The depth is measured on UTF-8 text (any other encoding is refused first: UTF-16 bytes hide
+    brackets from a byte scanner) and the counts checked before the adapter does any work."""
+    text = utf8_text(body)
+    raw = body[3:] if body.startswith(b"\xef\xbb\xbf") else body  # the same text: ASCII bytes are ASCII chars
+    if nesting_depth(raw) > max_depth:  # before parsing: the parser's recursion must stay shallow
         raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep")
     try:
-        doc = json.loads(body)
+        doc = json.loads(text)
     except RecursionError:
         raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        head = body.lstrip()[:1]
-        what = "HTML or XML" if head == b"<" else "not JSON"
+    except ValueError as exc:
+        head = text.lstrip()[:1]
+        what = "HTML or XML" if head == "<" else "not JSON"
         raise Malformed(f"not JSON: the answer is {what} ({str(exc)[:120]})", reason="not-json") from None
+    check_bounds(doc, limits or SourceLimits())
     snap = adapt_cuzk(doc)  # our own snapshot is a superset of cuzk's: one rule set reads both
     if kind == "vastmanager":
         for extra in ("allocations", "buffers"):

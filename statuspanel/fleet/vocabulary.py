@@ -12,8 +12,12 @@ SOURCE_DOWN_STATES = frozenset({SOURCE_UNREACHABLE, SOURCE_MALFORMED})
 # A source is stale once its last good snapshot is older than this many poll intervals.
 STALE_INTERVALS = 2
 # Why a source is unreachable or malformed (`source.reason`); `source.error` says it in words.
-UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network")
+UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network",
+                       "blocked")
 MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape")
 SOURCE_KINDS = ("cuzk", "vastmanager")
 SOURCE_TRANSPORTS = ("http", "ssh")
 SOURCE_KEYS = ("kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms")
+# The reason of a kept state change that stands for many: a flapping source's changes beyond the
+# per-window burst, counted in one row (statuspanel/fleet/events.py).
+EVENT_FLAPPING = "flapping"
