@@ -74,6 +74,7 @@ class SnapshotCollector:
         yield from self._live(snaps)
         yield from self._outcomes()
         yield from self._durations()
+        yield from self._cost(snaps)
 
     def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
         now = self.clock()
@@ -197,6 +198,45 @@ class SnapshotCollector:
             fam.add_metric([row.engine_id, row.proof_kind, row.phase], tallies.cumulative(row.buckets or []),
                            row.sum_secs)
         yield fam
+
+
+    def _cost(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
+        """Prices and the cost report's answers (statuspanel/fleet/cost.py), the panel's own numbers."""
+        from statuspanel.fleet import cost
+
+        local = [engine_id_of(s) for s in snaps if not isinstance(s.get("source"), dict)]
+        rep = cost.report(local)
+        cur = rep["currency"]
+        price = GaugeMetricFamily(P + "engine_cost_per_hour", f"Hourly price of the engine's box ({cur})",
+                                  labels=["engine"])
+        wl = ["engine", "window"]
+        busy = GaugeMetricFamily(P + "engine_busy_ratio", "GPU-seconds busy over GPU-seconds watched in the window",
+                                 labels=wl)
+        watched = GaugeMetricFamily(P + "engine_watched_hours", "Hours the engine was watched in the window",
+                                    labels=wl)
+        spent = GaugeMetricFamily(P + "engine_cost", f"Money spent on the box in the window ({cur})", labels=wl)
+        idle = GaugeMetricFamily(P + "engine_idle_cost", f"Money spent on idle GPU time in the window ({cur})",
+                                 labels=wl)
+        per = GaugeMetricFamily(P + "engine_cost_per_proof", f"Cost per proof by kind in the window ({cur})",
+                                labels=["engine", "kind", "window"])
+        kinds = _known_kinds()
+        for engine, windows in sorted(rep["boxes"].items()):
+            for window, box in windows.items():
+                if window == next(iter(windows)) and box["price_per_hour"] is not None:
+                    price.add_metric([engine], box["price_per_hour"])
+                watched.add_metric([engine, window], box["watched_hours"])
+                if box["busy_share"] is not None:
+                    busy.add_metric([engine, window], box["busy_share"])
+                if box["spent"] is not None:
+                    spent.add_metric([engine, window], box["spent"])
+                if box["idle_cost"] is not None:
+                    idle.add_metric([engine, window], box["idle_cost"])
+                folded: Counter[str] = Counter()
+                for kind, value in box["cost_per_proof"].items():
+                    folded[fold(kind, kinds)] = max(folded[fold(kind, kinds)], value)
+                for kind, value in sorted(folded.items()):
+                    per.add_metric([engine, kind, window], value)
+        yield from (price, busy, watched, spent, idle, per)
 
 
 def scrape() -> bytes:

@@ -8,6 +8,8 @@ change, so "when did host X drop" has an answer after the fact (it outlives a re
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 
 from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_STATES, SOURCE_TRANSPORTS
 
@@ -48,6 +50,9 @@ class Source(models.Model):
     state = models.CharField(max_length=16, choices=_choices(SOURCE_STATES), blank=True, default="")
     state_since = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True, default="")
+    # What the box costs per hour it is rented (in settings.PRICE_CURRENCY); empty: busy share only.
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                         help_text="hourly price of the box (PRICE_CURRENCY); empty: no cost shown")
 
     class Meta:
         ordering = ("name",)
@@ -77,3 +82,43 @@ class SourceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_name}: {self.previous or '-'} -> {self.state} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class FleetMinute(models.Model):
+    """One minute of a fleet engine as its polls saw it (statuspanel/fleet/history.py writes them).
+
+    `lane` "" is the engine row (proofs completed and failed by kind from counter deltas, daemon
+    restarts seen, partitions seen finishing); `w<id>` is one GPU worker, `gpu<n>` one GPU (busy
+    while any of its workers is). `spans` are the busy stretches at poll resolution, in seconds
+    from the minute's start. A minute may have more than one row per lane (a collector restart
+    within it): readers sum them."""
+
+    ENGINE_LANE = ""
+
+    source_name = models.CharField(max_length=64)
+    minute = models.DateTimeField(help_text="Start of the minute (UTC).")
+    lane = models.CharField(max_length=32, blank=True, default="")
+    gpu_ordinal = models.IntegerField(null=True, blank=True)
+    observed_secs = models.FloatField(default=0.0)
+    busy_secs = models.FloatField(default=0.0)
+    spans = models.JSONField(default=list, blank=True)
+    completed = models.JSONField(default=dict, blank=True)
+    failed = models.JSONField(default=dict, blank=True)
+    restarts = models.PositiveSmallIntegerField(default=0)
+    partitions = models.JSONField(default=list, blank=True, help_text="[kind, synth_ms, gpu_ms, ended_secs]")
+
+    class Meta:
+        indexes = [models.Index(fields=["source_name", "minute"], name="fleetminute_source_minute"),
+                   models.Index(fields=["minute"], name="fleetminute_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.source_name} {self.lane or 'engine'} {self.minute:%Y-%m-%d %H:%M}"
+
+
+@receiver(post_delete, sender=Source)
+def _forget_removed_source(sender, instance: Source, **kwargs) -> None:
+    """A removed source leaves no series in /metrics: its tallies go with it (its minutes age out)."""
+    from gpu_engine.models import DurationTally, OutcomeTally
+
+    OutcomeTally.objects.filter(engine_id=instance.name).delete()
+    DurationTally.objects.filter(engine_id=instance.name).delete()

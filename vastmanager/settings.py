@@ -154,6 +154,11 @@ JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3)
 CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
 # Days the one-minute telemetry rollups are kept (pruned by the engine heartbeat and `prunehistory`).
 TELEMETRY_RETENTION_DAYS = env_float("TELEMETRY_RETENTION_DAYS", 7.0)
+# What the boxes cost: the currency of every price, and the local engines' hourly price ("2.5" for
+# every local engine, or "engine-a=2.5,engine-b=1.1"; unset: busy share only). Fleet sources carry
+# their own price (admin, `addsource --price-per-hour`).
+PRICE_CURRENCY = env_str("PRICE_CURRENCY", "USD")
+ENGINE_PRICE_PER_HOUR = env_str("ENGINE_PRICE_PER_HOUR")
 # Serve /metrics without a token (only behind a network that only the Prometheus server reaches).
 METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 # Per-worker and per-GPU series one engine may add to /metrics; the rest are dropped and counted.

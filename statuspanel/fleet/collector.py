@@ -27,6 +27,7 @@ from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.events import DEFAULT_BURST, DEFAULT_WINDOW_SECS, StateChange, StateChangeLog
+from statuspanel.fleet.history import FleetHistory, prune_minutes
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
@@ -46,7 +47,8 @@ class FleetCollector:
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
                  channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
-                 event_retention_days: float | None = None, limits: SourceLimits | None = None) -> None:
+                 event_retention_days: float | None = None, limits: SourceLimits | None = None,
+                 history: FleetHistory | None = None) -> None:
         self.reload_secs = reload_secs
         # What one answer may hold (workers, pipelines, partitions), checked before the adapter runs.
         self.limits = limits or SourceLimits.from_settings()
@@ -54,6 +56,9 @@ class FleetCollector:
         if event_retention_days is None:
             event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
         self.event_retention_days = event_retention_days
+        # Per-minute history of each source (statuspanel/fleet/history.py): kept with the table only.
+        self.history = history if history is not None else (FleetHistory() if load_sources is None else None)
+        self.history_retention_days = _setting("TELEMETRY_RETENTION_DAYS", 7.0) if load_sources is None else 0.0
         self._next_prune = 0.0
         self.max_bytes = max_bytes
         self.max_depth = max_depth
@@ -108,6 +113,8 @@ class FleetCollector:
         if self._thread is not None:
             raise RuntimeError("collector already started")
         self.events.start()
+        if self.history is not None:
+            self.history.start()
         self._thread = threading.Thread(target=self._main, name="fleet-collector", daemon=True)
         self._thread.start()
         self._ready.wait(5)
@@ -123,6 +130,8 @@ class FleetCollector:
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._writer.shutdown(wait=True)
         self.events.stop()  # the last state changes (and open flapping summaries) are kept
+        if self.history is not None:
+            self.history.stop()  # the open minutes are kept too
 
     @property
     def running(self) -> bool:
@@ -166,7 +175,7 @@ class FleetCollector:
         if self.reloads == 0:
             await self._in_thread(tls_context)  # loading the CA bundle once, off the loop
         self.reloads += 1
-        if self.event_retention_days and time.monotonic() >= self._next_prune:
+        if (self.event_retention_days or self.history_retention_days) and time.monotonic() >= self._next_prune:
             self._next_prune = time.monotonic() + PRUNE_EVERY_SECS
             self._writer.submit(self._prune_safely)
         wanted = {cfg.name: cfg for cfg in configs}
@@ -209,6 +218,8 @@ class FleetCollector:
         await self._stop_task(name)
         self.states.pop(name, None)
         if forget:  # a removed source leaves the panel now, not when its TTL runs out
+            if self.history is not None:
+                self.history.forget(name)
             await self._in_thread(wire.forget_engine, self.cache, name)
 
     # -- polling --------------------------------------------------------------------------------
@@ -245,6 +256,8 @@ class FleetCollector:
             state.observe_failure(SOURCE_UNREACHABLE, "network", f"network: {type(exc).__name__}", _ms(started))
         else:
             state.observe_ok(snap, _ms(started))
+            if self.history is not None:
+                self.history.observe(cfg.name, snap, cfg.interval_secs)
 
     async def _refresh(self) -> None:
         """Republish sources whose heartbeat is due or whose state moved (e.g. a hanging poll went stale)."""
@@ -303,9 +316,12 @@ class FleetCollector:
 
     def _prune_safely(self) -> None:
         try:
-            source_table.prune_events(self.event_retention_days)
+            if self.event_retention_days:
+                source_table.prune_events(self.event_retention_days)
+            if self.history_retention_days:
+                prune_minutes(self.history_retention_days)
         except Exception:  # an old row left for the next hour must not stop the collector
-            log.exception("fleet: pruning old state changes failed")
+            log.exception("fleet: pruning old state changes or history minutes failed")
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()

@@ -1,0 +1,203 @@
+"""What each box costs and earns: busy share, proofs, cost per proof by kind, money spent on idle GPUs.
+
+"Which boxes earn their rent" over 1 h / 24 h / 7 d. A box costs its hourly price for every hour
+it was watched in the window (a fleet source: the minutes its polls observed; a local engine: the
+minutes its heartbeat rolled up). Its busy share is GPU-seconds busy over GPU-seconds watched (a
+GPU is busy while any of its workers proves). The money spent on idle GPU time is the cost times
+(1 - busy share). Cost per proof of a kind is the cost shared out among kinds by the GPU time their
+partitions took (by proof count where no partition durations are visible), divided by that kind's
+proofs. A box without a price gets busy share and proofs only. One report is built per
+REPORT_CACHE_SECS and shared by the fleet summary, the history page and /metrics, so all three say
+the same numbers.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
+
+WINDOWS = {"1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+REPORT_CACHE_SECS = 30.0
+CACHE_KEY = "vastmanager:cost-report:v1"
+
+
+@dataclass
+class Usage:
+    """What one box did in a window, before prices."""
+
+    watched_secs: float = 0.0          # wall-clock seconds the box was observed
+    gpu_secs: float = 0.0              # GPU-seconds observed
+    busy_gpu_secs: float = 0.0
+    proofs: Counter = field(default_factory=Counter)
+    failed: Counter = field(default_factory=Counter)
+    kind_gpu_secs: Counter = field(default_factory=Counter)   # partition GPU time by kind
+
+    @property
+    def busy_share(self) -> float | None:
+        return self.busy_gpu_secs / self.gpu_secs if self.gpu_secs > 0 else None
+
+
+def box_cost(usage: Usage, price: float | None) -> dict[str, Any]:
+    """The answer for one box and window: busy share, proofs, and with a price the money."""
+    share = usage.busy_share
+    out: dict[str, Any] = {"watched_hours": usage.watched_secs / 3600, "busy_share": share,
+                           "proofs": dict(usage.proofs), "proofs_total": sum(usage.proofs.values()),
+                           "failed_total": sum(usage.failed.values()), "price_per_hour": price,
+                           "spent": None, "idle_cost": None, "cost_per_proof": {}, "cost_per_proof_all": None}
+    if price is None:
+        return out
+    spent = price * usage.watched_secs / 3600
+    out["spent"] = spent
+    out["idle_cost"] = spent * (1.0 - share) if share is not None else None
+    total = out["proofs_total"]
+    if total:
+        out["cost_per_proof_all"] = spent / total
+        by_gpu = all(usage.kind_gpu_secs.get(k, 0) > 0 for k in usage.proofs)
+        weights = usage.kind_gpu_secs if by_gpu else usage.proofs
+        weight_total = sum(weights[k] for k in usage.proofs) or 1
+        out["cost_per_proof"] = {k: spent * weights[k] / weight_total / n for k, n in usage.proofs.items() if n}
+    return out
+
+
+# -- prices ---------------------------------------------------------------------------------------
+def parse_local_prices(text: str) -> tuple[float | None, dict[str, float]]:
+    """ENGINE_PRICE_PER_HOUR: "2.5" (every local engine) or "a=2.5,b=1.1" -> (default, by engine)."""
+    default, by_engine = None, {}
+    for item in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        name, _, value = item.rpartition("=")
+        try:
+            price = float(Decimal(value.strip()))
+        except InvalidOperation:
+            raise ImproperlyConfigured(f"ENGINE_PRICE_PER_HOUR: {value.strip()!r} is not a price") from None
+        if price < 0:
+            raise ImproperlyConfigured(f"ENGINE_PRICE_PER_HOUR: {price} is negative")
+        if name:
+            by_engine[name.strip()] = price
+        else:
+            default = price
+    return default, by_engine
+
+
+def currency() -> str:
+    return str(getattr(settings, "PRICE_CURRENCY", "USD") or "USD")
+
+
+# -- usage ----------------------------------------------------------------------------------------
+def fleet_usage(source_name: str, since: float) -> Usage:
+    """A fleet source's usage from its FleetMinute rows since `since` (one indexed range read)."""
+    from statuspanel.fleet.history import ENGINE_LANE
+    from statuspanel.models import FleetMinute
+
+    usage = Usage()
+    watched: dict[datetime, float] = defaultdict(float)
+    start = datetime.fromtimestamp(since, timezone.utc)
+    rows = (FleetMinute.objects.filter(source_name=source_name, minute__gte=start).order_by()
+            .values_list("minute", "lane", "observed_secs", "busy_secs", "completed", "failed", "partitions"))
+    for minute, lane, observed, busy, completed, failed, partitions in rows.iterator():
+        if lane == ENGINE_LANE:
+            usage.proofs.update({k: int(v) for k, v in (completed or {}).items()})
+            usage.failed.update({k: int(v) for k, v in (failed or {}).items()})
+            for kind, _synth, gpu_ms, _end in partitions or []:
+                usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000
+        elif lane.startswith("gpu"):
+            usage.gpu_secs += observed
+            usage.busy_gpu_secs += busy
+            watched[minute] = max(watched[minute], observed)
+    usage.watched_secs = sum(watched.values())
+    return usage
+
+
+def local_usage(engine_id: str, since: float, now: float) -> Usage:
+    """A local engine's usage from its own history: minutes its heartbeat rolled up, GPU spans of its
+    partition runs (the union per worker), done jobs by kind."""
+    from gpu_engine.models import JobStatus, PartitionRun, ProofJob, TelemetryMinute
+    from statuspanel.history.timeline import _covered, stored_bars
+
+    usage = Usage()
+    start = datetime.fromtimestamp(since, timezone.utc)
+    minutes = TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=start,
+                                             gpu_ordinal=TelemetryMinute.ENGINE_ROW).count()
+    usage.watched_secs = min(minutes * 60.0, now - since)
+    bars = [b for b in stored_bars(engine_id, since) if b.phase == "gpu"]
+    workers = {b.worker for b in bars}
+    gpus = max(len(workers), TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=start)
+               .exclude(gpu_ordinal=TelemetryMinute.ENGINE_ROW).values("gpu_ordinal").distinct().count(), 1)
+    usage.gpu_secs = usage.watched_secs * gpus
+    usage.busy_gpu_secs = min(usage.gpu_secs, sum(e - s for w in workers for s, e in
+                                                  _covered([b for b in bars if b.worker == w], since, now)))
+    for kind, gpu_ms in (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=start).order_by()
+                         .values_list("proof_kind", "gpu_ms")):
+        usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000
+    for kind in (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=start, status=JobStatus.DONE)
+                 .order_by().values_list("proof_kind", flat=True)):
+        usage.proofs[kind] += 1
+    return usage
+
+
+# -- the report -----------------------------------------------------------------------------------
+def engines_and_prices(local_engines: list[str]) -> list[tuple[str, bool, float | None]]:
+    """(engine, is a fleet source, hourly price or None) for every source and every live local engine."""
+    from statuspanel.models import Source
+
+    default, by_engine = parse_local_prices(getattr(settings, "ENGINE_PRICE_PER_HOUR", ""))
+    out = [(name, True, float(price) if price is not None else None)
+           for name, price in Source.objects.order_by("name").values_list("name", "price_per_hour")]
+    sources = {name for name, _, _ in out}
+    out += [(e, False, by_engine.get(e, default)) for e in sorted(set(local_engines) - sources)]
+    return out
+
+
+def build_report(local_engines: list[str], now: float | None = None) -> dict[str, Any]:
+    """{"currency", "windows", "boxes": {engine: {window: box_cost}}, "fleet": {window: totals}}."""
+    now = time.time() if now is None else now
+    boxes: dict[str, dict[str, Any]] = {}
+    fleet: dict[str, Any] = {}
+    for window, secs in WINDOWS.items():
+        total = Usage()
+        priced_spent = priced_idle = 0.0
+        priced_proofs: Counter = Counter()
+        priced_weighted: Counter = Counter()
+        any_price = False
+        for engine, is_source, price in engines_and_prices(local_engines):
+            usage = fleet_usage(engine, now - secs) if is_source else local_usage(engine, now - secs, now)
+            answer = box_cost(usage, price)
+            answer["is_source"] = is_source
+            boxes.setdefault(engine, {})[window] = answer
+            total.gpu_secs += usage.gpu_secs
+            total.busy_gpu_secs += usage.busy_gpu_secs
+            total.proofs.update(usage.proofs)
+            if price is not None:
+                any_price = True
+                priced_spent += answer["spent"] or 0.0
+                priced_idle += answer["idle_cost"] or 0.0
+                priced_proofs.update(usage.proofs)
+                for kind, per in answer["cost_per_proof"].items():
+                    priced_weighted[kind] += per * usage.proofs[kind]
+        fleet[window] = {"busy_share": total.busy_share, "proofs": dict(total.proofs),
+                         "proofs_total": sum(total.proofs.values()),
+                         "spent": priced_spent if any_price else None, "idle_cost": priced_idle if any_price else None,
+                         "cost_per_proof": {k: priced_weighted[k] / n for k, n in priced_proofs.items() if n}}
+    return {"currency": currency(), "windows": list(WINDOWS), "boxes": boxes, "fleet": fleet, "at": now}
+
+
+def report(local_engines: list[str] | None = None) -> dict[str, Any]:
+    """The report, built at most once per REPORT_CACHE_SECS (the summary, history page and /metrics share it)."""
+    cached = cache.get(CACHE_KEY)
+    if cached is not None:
+        return cached
+    if local_engines is None:
+        from statuspanel.live import current_snapshots
+        from statuspanel.render.fleet import is_fleet_source
+        from statuspanel.render.engine import engine_id_of
+
+        local_engines = [engine_id_of(s) for s in current_snapshots()[0] if not is_fleet_source(s)]
+    built = build_report(local_engines)
+    cache.set(CACHE_KEY, built, REPORT_CACHE_SECS)
+    return built
