@@ -47,6 +47,11 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
         bucket = int((finished.timestamp() - start) // 60)
         if 0 <= bucket < minutes:
             counts[bucket][kind] += 1
+    return stacked_bars(counts, start, end, minutes)
+
+
+def stacked_bars(counts: dict[int, dict[str, int]], start: float, end: float, minutes: int) -> dict[str, Any]:
+    """Per-minute counts by kind ({bucket: {kind: n}}) laid out as the throughput chart's stacked bars."""
     kinds = sorted({k for c in counts.values() for k in c}, key=lambda k: (kind_class(k), k))
     peak = max([sum(c.values()) for c in counts.values()] + [1])
     width = PLOT_W / minutes

@@ -15,7 +15,10 @@ from django.views.decorators.http import require_GET
 
 from gpu_engine import wire
 from statuspanel.history import charts
+from statuspanel.history import fleet as fleet_history
+from statuspanel.fleet import cost
 from statuspanel.live import current_snapshots
+from statuspanel.render.cost import cost_rows
 from statuspanel.render.engine import engine_id_of
 from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
@@ -37,6 +40,12 @@ def _engine_id(engine_id: str) -> str:
 
 def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
+    if fleet_history.is_fleet_engine(engine_id):
+        return {"engine_id": engine_id, "tl": fleet_history.build_fleet_timeline(engine_id, window),
+                "windows": list(WINDOWS), "throughput": fleet_history.fleet_throughput(engine_id),
+                "latency": fleet_history.fleet_latency(engine_id, charts.RANGES["1h"]),
+                "telemetry": fleet_history.fleet_telemetry(engine_id, charts.RANGES["1h"]), "compact": True,
+                "observed": True}
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),
             "latency": charts.latency(engine_id, charts.RANGES["1h"]),
@@ -69,11 +78,19 @@ def history_page(request: HttpRequest, engine_id: str) -> HttpResponse:
         return HttpResponseBadRequest(f"range must be one of {', '.join(charts.RANGES)}", content_type="text/plain")
     secs = charts.RANGES[span]
     snap = engine_snapshot(engine_id)
+    if fleet_history.is_fleet_engine(engine_id):
+        activity = {"engine_id": engine_id, "tl": fleet_history.build_fleet_timeline(engine_id, "60m"),
+                    "windows": [], "throughput": fleet_history.fleet_throughput(engine_id, minutes=int(secs // 60)),
+                    "latency": fleet_history.fleet_latency(engine_id, secs),
+                    "telemetry": fleet_history.fleet_telemetry(engine_id, secs), "compact": False, "observed": True}
+    else:
+        activity = {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, "60m"), "windows": [],
+                    "throughput": charts.throughput(engine_id, minutes=int(secs // 60)),
+                    "latency": charts.latency(engine_id, secs), "telemetry": charts.telemetry(engine_id, secs),
+                    "compact": False}
+    report = cost.report()
     context = {
         "engine_id": engine_id, "online": snap is not None, "range": span, "ranges": list(charts.RANGES),
-        "a": {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, "60m"), "windows": [],
-              "throughput": charts.throughput(engine_id, minutes=int(secs // 60)),
-              "latency": charts.latency(engine_id, secs), "telemetry": charts.telemetry(engine_id, secs),
-              "compact": False},
+        "a": activity, "cost": cost_rows(report, engine_id), "currency": report["currency"],
     }
     return render(request, "statuspanel/history.html", context)

@@ -187,4 +187,7 @@ def fleet_summary(tallies: list[dict[str, Any]], offline: int = 0) -> dict[str, 
         if t["ppm"] is not None:
             total["ppm"] = (total["ppm"] or 0.0) + t["ppm"]
     total["phase_list"] = [(p, total["phases"][p]) for p in (*PHASES, OTHER_PHASE)]
+    from statuspanel.render.cost import fleet_cost_rows  # the report reads the database; cached 30 s
+
+    total["cost"] = fleet_cost_rows()
     return total
