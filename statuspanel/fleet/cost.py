@@ -193,11 +193,10 @@ def report(local_engines: list[str] | None = None) -> dict[str, Any]:
     if cached is not None:
         return cached
     if local_engines is None:
-        from statuspanel.live import current_snapshots
-        from statuspanel.render.fleet import is_fleet_source
-        from statuspanel.render.engine import engine_id_of
+        from gpu_engine import wire
 
-        local_engines = [engine_id_of(s) for s in current_snapshots()[0] if not is_fleet_source(s)]
+        local_engines = [str(s.get("engine_id")) for s in wire.latest_snapshots()[0]
+                         if not isinstance(s.get("source"), dict) and s.get("engine_id")]
     built = build_report(local_engines)
     cache.set(CACHE_KEY, built, REPORT_CACHE_SECS)
     return built
