@@ -35,7 +35,7 @@ class SourceAdmin(admin.ModelAdmin):
     readonly_fields = ("state", "state_since", "last_error", "ssh_host_key", "created_at")
     inlines = [SourceEventInline]
     fieldsets = (
-        (None, {"fields": ("name", "kind", "transport", "interval_secs", "enabled")}),
+        (None, {"fields": ("name", "kind", "transport", "interval_secs", "enabled", "price_per_hour")}),
         ("HTTP(S)", {"fields": ("url",)}),
         ("SSH", {"fields": ("ssh_user", "ssh_host", "ssh_port", "ssh_key_path", "remote_port",
                             "known_hosts_policy", "known_hosts_path", "ssh_host_key")}),

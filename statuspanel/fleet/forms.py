@@ -89,7 +89,8 @@ class SourceForm(forms.ModelForm):
     class Meta:
         model = Source
         fields = ("name", "kind", "transport", "url", "ssh_user", "ssh_host", "ssh_port", "ssh_key_path",
-                  "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled")
+                  "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled",
+                  "price_per_hour")
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -112,6 +113,12 @@ class SourceForm(forms.ModelForm):
         if value is None or not math.isfinite(value) or not MIN_INTERVAL_SECS <= value <= MAX_INTERVAL_SECS:
             raise ValidationError(f"interval must be between {MIN_INTERVAL_SECS} and {MAX_INTERVAL_SECS:.0f} "
                                   f"seconds, got {value!r}")
+        return value
+
+    def clean_price_per_hour(self):
+        value = self.cleaned_data.get("price_per_hour")
+        if value is not None and value < 0:
+            raise ValidationError(f"price per hour must be 0 or more (empty: no price), got {value}")
         return value
 
     def clean_transport(self) -> str:

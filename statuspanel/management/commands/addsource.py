@@ -36,6 +36,9 @@ class Command(BaseCommand):
                             help="read the bearer token from this file")
         parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_SECS, metavar="SECS",
                             help=f"poll interval (default {DEFAULT_INTERVAL_SECS})")
+        parser.add_argument("--price-per-hour", default=None, metavar="PRICE",
+                            help="what the box costs per hour, in PRICE_CURRENCY ('' clears it; "
+                                 "with --replace and no value, the current price is kept)")
         parser.add_argument("--disabled", action="store_true", help="add it without polling it yet")
         parser.add_argument("--replace", action="store_true", help="edit the source of that name if it exists")
 
@@ -64,6 +67,10 @@ class Command(BaseCommand):
         existing = Source.objects.filter(name=opts["name"]).first()
         if existing is not None and not opts["replace"]:
             raise CommandError(f"a source named {opts['name']!r} exists; use --replace to edit it")
+        price = opts["price_per_hour"]
+        if price is None and existing is not None:
+            price = existing.price_per_hour
+        data["price_per_hour"] = "" if price is None else str(price).strip()
         form = SourceForm(data, instance=existing)
         if not form.is_valid():
             raise CommandError(f"source {opts['name']!r} not saved:\n{form_errors(form)}")
@@ -71,4 +78,5 @@ class Command(BaseCommand):
         verb = "updated" if existing is not None else "added"
         self.stdout.write(f"{verb} source {source.name} ({source.kind}, {source.transport} {source.target()}, "
                           f"every {source.interval_secs:g} s{', disabled' if not source.enabled else ''}"
-                          f"{', token set' if source.token else ''})")
+                          f"{', token set' if source.token else ''}"
+                          f"{f', {source.price_per_hour:g} per hour' if source.price_per_hour is not None else ''})")
