@@ -212,7 +212,7 @@ class SnapshotCollector:
         wl = ["engine", "window"]
         busy = GaugeMetricFamily(P + "engine_busy_ratio", "GPU-seconds busy over GPU-seconds watched in the window",
                                  labels=wl)
-        watched = GaugeMetricFamily(P + "engine_watched_hours", "Hours the engine was watched in the window",
+        watched = GaugeMetricFamily(P + "engine_watched_seconds", "Seconds the engine was watched in the window",
                                     labels=wl)
         spent = GaugeMetricFamily(P + "engine_cost", f"Money spent on the box in the window ({cur})", labels=wl)
         idle = GaugeMetricFamily(P + "engine_idle_cost", f"Money spent on idle GPU time in the window ({cur})",
@@ -224,7 +224,7 @@ class SnapshotCollector:
             for window, box in windows.items():
                 if window == next(iter(windows)) and box["price_per_hour"] is not None:
                     price.add_metric([engine], box["price_per_hour"])
-                watched.add_metric([engine, window], box["watched_hours"])
+                watched.add_metric([engine, window], box["watched_hours"] * 3600)
                 if box["busy_share"] is not None:
                     busy.add_metric([engine, window], box["busy_share"])
                 if box["spent"] is not None:

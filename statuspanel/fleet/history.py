@@ -109,9 +109,10 @@ class FleetHistory:
 
     def __init__(self, write: Callable[[list[MinuteRows]], None] | None = None, *,
                  clock: Callable[[], float] = time.time, minute_secs: float = MINUTE_SECS,
-                 flush_secs: float = FLUSH_SECS) -> None:
+                 flush_secs: float = FLUSH_SECS, max_gap_secs: float | None = None) -> None:
         self._write = write or write_minutes
         self.clock, self.minute_secs, self.flush_secs = clock, minute_secs, flush_secs
+        self.max_gap_secs = max_gap_secs  # None: MAX_GAP_POLLS intervals of the source (at least MIN_GAP_SECS)
         self._tracks: dict[str, _Track] = {}
         self._lock = threading.Lock()
         self._pending: list[MinuteRows] = []
@@ -125,7 +126,8 @@ class FleetHistory:
         now = self.clock()
         track = self._tracks.setdefault(name, _Track())
         busy = _busy_lanes(snap)
-        if track.last_at is not None and 0 < now - track.last_at <= max(MAX_GAP_POLLS * interval_secs, MIN_GAP_SECS):
+        gap = self.max_gap_secs or max(MAX_GAP_POLLS * interval_secs, MIN_GAP_SECS)
+        if track.last_at is not None and 0 < now - track.last_at <= gap:
             self._spread(name, track, track.last_at, now, busy)
         row = self._minute(name, track, now)
         counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}

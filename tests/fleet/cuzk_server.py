@@ -14,6 +14,8 @@ It answers `GET /status` (and `/`) the way a cuzk daemon does, with the fixture 
   unauthorized  401 with a JSON error (also what every mode answers without --token's bearer token)
   forbidden  403 with a JSON error
   deep       200 with JSON nested 100,000 levels deep
+  scripted   200 with `script(n)`, the document of the n-th request (1-based): a daemon doing scripted
+             work (counters advancing, a restart), for the fleet history tests
 
 In a test: `with CuzkServer("fixture") as server: server.url`; `server.mode = "html"` switches live.
 As a script: `python tests/fleet/cuzk_server.py --port N --mode MODE [--host H] [--token T]`; it prints
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cuzk-status-snapdeals.json"
-MODES = ("fixture", "race", "html", "truncated", "huge", "flood", "hang", "unauthorized", "forbidden", "deep")
+MODES = ("fixture", "race", "html", "truncated", "huge", "flood", "hang", "unauthorized", "forbidden", "deep", "scripted")
 HUGE_BYTES = 50 * 1024 * 1024
 RACE_JOB = "ps-snap-1000-42-7"
 
@@ -132,10 +134,12 @@ class CuzkServer:
     """A threaded HTTP server on a real socket; `mode` may be changed while it serves."""
 
     def __init__(self, mode: str = "fixture", *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 doc: dict[str, Any] | None = None, step_secs: float = 2.0, freeze_step: int | None = None) -> None:
+                 doc: dict[str, Any] | None = None, step_secs: float = 2.0, freeze_step: int | None = None,
+                 script: Any = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
         self.mode = mode
+        self.script = script          # scripted mode: n -> the document of the n-th request
         self.token = token
         self.doc = doc if doc is not None else load_fixture()
         self.step_secs = step_secs
@@ -173,6 +177,8 @@ class CuzkServer:
             return 200, "application/json", json.dumps(moving(self.doc, elapsed)).encode()
         if self.mode == "race":
             return 200, "application/json", json.dumps(moving(self.race_step()[1], elapsed)).encode()
+        if self.mode == "scripted":
+            return 200, "application/json", json.dumps(self.script(self.requests)).encode()
         if self.mode == "html":
             return 200, "text/html", b"<!doctype html><html><body><h1>It works!</h1></body></html>"
         if self.mode == "truncated":
