@@ -19,6 +19,11 @@ def money(value: float | None, currency: str) -> str:
     return f"{value:.2f} {currency}" if abs(value) >= 1 else f"{value:.4f} {currency}"
 
 
+def _raw(value: float | None) -> str:
+    """The exact figure for a data- attribute (tests and scripts read it; people read the text)."""
+    return "" if value is None else f"{value:.9g}"
+
+
 def _row(window: str, answer: dict[str, Any], currency: str) -> dict[str, Any]:
     share = answer.get("busy_share")
     return {
@@ -29,7 +34,9 @@ def _row(window: str, answer: dict[str, Any], currency: str) -> dict[str, Any]:
         "priced": answer.get("spent") is not None,
         "spent": money(answer.get("spent"), currency),
         "idle_cost": money(answer.get("idle_cost"), currency),
-        "per_proof": [{"kind": k, "label": kind_label(k), "text": money(v, currency)}
+        "spent_value": _raw(answer.get("spent")),
+        "idle_value": _raw(answer.get("idle_cost")),
+        "per_proof": [{"kind": k, "label": kind_label(k), "text": money(v, currency), "value": _raw(v)}
                       for k, v in sorted(answer.get("cost_per_proof", {}).items())],
     }
 
