@@ -22,6 +22,7 @@ from typing import Any, Callable
 from gpu_engine import wire
 from gpu_engine.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
+from statuspanel.fleet.cuzk_grpc import source as grpc_source
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
@@ -172,7 +173,7 @@ class FleetCollector:
         def on_pin(key: str) -> None:
             self._writer.submit(source_table.pin_host_key, cfg.id, key)
 
-        client = make_client(cfg, on_pin)
+        client = grpc_source.CuzkGrpcSource(cfg, on_pin) if cfg.grpc_target else make_client(cfg, on_pin)
         self._clients[cfg.name] = client
         self._tasks[cfg.name] = asyncio.get_running_loop().create_task(self._poll_forever(cfg.name, client),
                                                                         name=f"fleet-{cfg.name}")
@@ -213,11 +214,14 @@ class FleetCollector:
         cfg = state.cfg
         started = time.monotonic()
         try:
-            body = await fetch(client, cfg, self.max_bytes)
-            if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
-                snap = decode(body, cfg.kind, self.max_depth)
+            if cfg.grpc_target:  # a cuzk daemon's gRPC API (with its HTTP status, if polled too)
+                snap = await grpc_source.poll(client, cfg, self.max_bytes, self.max_depth, self._in_thread)
             else:
-                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+                body = await fetch(client, cfg, self.max_bytes)
+                if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
+                    snap = decode(body, cfg.kind, self.max_depth)
+                else:
+                    snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:

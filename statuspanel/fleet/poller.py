@@ -57,6 +57,10 @@ def backoff_delay(cfg: SourceConfig, failures: int, rng: Callable[[], float] = r
 
 def public_target(cfg: SourceConfig) -> str:
     """Where the source is polled, for the panel: no query string (it could hold a key), no userinfo."""
+    if not cfg.has_http:  # a cuzk source polled over gRPC only
+        from statuspanel.fleet.cuzk_grpc.source import public_grpc_target
+
+        return public_grpc_target(cfg)
     if cfg.transport == "ssh":
         return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> 127.0.0.1:{cfg.remote_port}"
     parts = urlsplit(cfg.status_url())
@@ -128,6 +132,7 @@ class SourceState:
             "interval_secs": cfg.interval_secs,
             "failures": self.failures,
             "target": public_target(cfg),
+            **(_grpc_block(cfg) if cfg.grpc_target else {}),
         }
 
     def snapshot(self) -> dict[str, Any]:
@@ -143,6 +148,13 @@ class SourceState:
         snap["source"] = self.source_block()
         snap.setdefault("consistency", [])
         return snap
+
+
+def _grpc_block(cfg: SourceConfig) -> dict[str, Any]:
+    """A cuzk source with a gRPC target: where it is called, and whether the HTTP status is polled too."""
+    from statuspanel.fleet.cuzk_grpc.source import public_grpc_target
+
+    return {"grpc_target": public_grpc_target(cfg), "status_http": cfg.has_http}
 
 
 def heartbeat_secs(cfg: SourceConfig) -> float:

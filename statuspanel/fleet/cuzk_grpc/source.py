@@ -1,0 +1,99 @@
+"""A cuzk source with a gRPC target: its clients (gRPC, and HTTP when `status_listen` is polled too)
+and one poll, which asks both at once and makes one engine of the answers.
+
+Both halves share the source's bounds (deadline, size cap) and, over SSH, one SSH connection. A
+poll is good only when every configured half answered: otherwise the source is unreachable or
+malformed with the failing half named in the error (`gRPC GetStatus: timeout: ...`), and the last
+good snapshot stays, greyed, as for an HTTP source. GetMetrics is asked only without the HTTP status,
+whose counters already hold the proofs per kind.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Awaitable, Callable
+
+import httpx
+
+from statuspanel.fleet.cuzk_grpc.adapt import adapt_status, grpc_only_snapshot, merge, message_dict, metrics_by_kind
+from statuspanel.fleet.cuzk_grpc.channel import GrpcStatusClient, Unimplemented
+from statuspanel.fleet.errors import Unreachable
+from statuspanel.fleet.poller import decode
+from statuspanel.fleet.shape import Malformed
+from statuspanel.fleet.transport import SourceConfig, SshBackend, fetch, make_client
+
+# HTTP answers up to this size are decoded in place, larger ones in the collector's thread pool.
+INLINE_DECODE_BYTES = 64 * 1024
+
+
+class CuzkGrpcSource:
+    """The clients of one source (`aclose()` closes them); `busy_since` dates the workers' jobs."""
+
+    def __init__(self, cfg: SourceConfig, on_pin: Callable[[str], None] | None = None) -> None:
+        backend = SshBackend(cfg, on_pin) if cfg.transport == "ssh" else None
+        self.http: httpx.AsyncClient | None = make_client(cfg, on_pin, backend) if cfg.has_http else None
+        self.grpc = GrpcStatusClient(cfg, backend)
+        self.backend = backend
+        self.busy_since: dict[tuple[int, str], float] = {}
+
+    async def aclose(self) -> None:
+        await self.grpc.aclose()
+        if self.http is not None:
+            await self.http.aclose()
+        elif self.backend is not None:
+            await self.backend.aclose()
+
+
+def public_grpc_target(cfg: SourceConfig) -> str:
+    """Where the gRPC API is called, for the panel (no secrets in it)."""
+    scheme = "grpcs" if cfg.grpc_tls else "grpc"
+    if cfg.transport == "ssh":
+        return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> {scheme}://{cfg.grpc_target}"
+    return f"{scheme}://{cfg.grpc_target}"
+
+
+async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_depth: int,
+               in_thread: Callable[..., Awaitable[Any]]) -> dict[str, Any]:
+    """One poll of the source: the panel snapshot, or Unreachable / Malformed naming the half."""
+    halves: list[tuple[str, Awaitable[Any]]] = [("gRPC GetStatus", client.grpc.status(max_bytes))]
+    if client.http is not None:
+        halves.append(("HTTP /status", fetch(client.http, cfg, max_bytes)))
+    else:
+        halves.append(("gRPC GetMetrics", client.grpc.metrics(max_bytes)))
+    results = await asyncio.gather(*(h for _, h in halves), return_exceptions=True)
+    if client.http is None and isinstance(results[1], Unimplemented) and not isinstance(results[0], BaseException):
+        results[1] = None  # a daemon without GetMetrics: its totals still come from GetStatus
+    failures = [(name, r) for (name, _), r in zip(halves, results) if isinstance(r, BaseException)]
+    if any(isinstance(r, Unreachable) for _, r in failures):
+        await client.grpc.reset()  # after every call settled: the next poll dials afresh
+    for _, r in failures:
+        if not isinstance(r, (Unreachable, Malformed)):
+            raise r
+    if client.http is None and failures and failures[0][0] == "gRPC GetStatus":
+        failures = failures[:1]  # GetMetrics failing on the same channel says nothing more
+    if failures:
+        _raise_named(failures)
+    try:
+        part = adapt_status(message_dict(results[0]), client.busy_since, time.monotonic())
+        if client.http is None:
+            return grpc_only_snapshot(part, metrics_by_kind(results[1]) if results[1] is not None else None)
+    except Malformed as exc:
+        raise Malformed(f"gRPC: {exc}", field=exc.field, reason=exc.reason) from None
+    body = results[1]
+    try:
+        if len(body) <= INLINE_DECODE_BYTES:
+            http_snap = decode(body, cfg.kind, max_depth)
+        else:
+            http_snap = await in_thread(decode, body, cfg.kind, max_depth)
+    except Malformed as exc:
+        raise Malformed(f"HTTP /status: {exc}", field=exc.field, reason=exc.reason) from None
+    return merge(http_snap, part)
+
+
+def _raise_named(failures: list[tuple[str, BaseException]]) -> None:
+    """The first failure, its message prefixed with the half that failed (and the other's, if any)."""
+    message = "; ".join(f"{name}: {exc}" for name, exc in failures)
+    first = failures[0][1]
+    if isinstance(first, Malformed):
+        raise Malformed(message, field=first.field, reason=first.reason)
+    raise Unreachable(first.reason, message)
