@@ -18,6 +18,7 @@ from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
 from statuspanel import fleet_render
+from statuspanel.fleet.cuzk_grpc.render import grpc_context
 from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
@@ -321,6 +322,7 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         "has_data": source is None or source["last_ok_secs_ago"] is not None,
         "consistency": consistency,
         "cuzk": fleet_render.cuzk_context(snap),
+        "grpc": grpc_context(snap),  # a cuzk source's gRPC status: GPUs, queues, SRS tiers
         "proofs_per_min": ppm,
     }
     ctx["tally"] = fleet_render.engine_tally(ctx)

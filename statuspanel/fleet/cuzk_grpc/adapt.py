@@ -18,7 +18,10 @@ from gpu_engine.vocabulary import IDLE, PROVING
 from statuspanel.fleet.shape import Malformed, field, integer, objects
 
 SRS_TIERS = {0: "hot", 1: "warm", 2: "cold"}   # cuzk's SRSStatus.Tier: pinned / mapped / on disk
-PER_KIND_SAMPLES = ("cuzk_proofs_completed", "cuzk_proofs_failed")
+# The per-kind counters' samples, under the name the daemon writes and the one the parser gives a
+# counter (with `_total`); the unlabelled totals share the latter and are told apart by the label.
+PER_KIND_SAMPLES = {"cuzk_proofs_completed": "completed", "cuzk_proofs_completed_total": "completed",
+                    "cuzk_proofs_failed": "failed", "cuzk_proofs_failed_total": "failed"}
 
 
 def message_dict(message: Any) -> dict[str, Any]:
@@ -153,5 +156,5 @@ def metrics_by_kind(text: str) -> dict[str, dict[str, int]]:
         where = f'GetMetrics.{sample.name}{{proof_kind="{kind}"}}'
         if not (math.isfinite(value) and value >= 0 and value == int(value)):
             raise Malformed(f"{where} must be a non-negative whole number, got {value!r}", field=where)
-        out["completed" if sample.name == "cuzk_proofs_completed" else "failed"][kind] = int(value)
+        out[PER_KIND_SAMPLES[sample.name]][kind] = int(value)
     return out

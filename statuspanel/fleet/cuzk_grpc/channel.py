@@ -183,7 +183,7 @@ def _settle(settled: asyncio.Future, call: Any) -> None:
 
 def _unavailable(short: str, text: str) -> Unreachable:
     """UNAVAILABLE, told apart by grpcio's details (it has no finer code for these)."""
-    if "dns" in text or "name resolution" in text or "resolve" in text:
+    if "dns" in text or "resolv" in text or "lookup" in text or "domain name not found" in text:
         return Unreachable("dns", f"dns: name not resolved ({short})")
     if "ssl" in text or "tls" in text or "handshake" in text or "certificate" in text:
         return Unreachable("tls", f"tls: {short}")
