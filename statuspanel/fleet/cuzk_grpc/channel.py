@@ -43,6 +43,7 @@ class GrpcStatusClient:
         self._stubs: Any = None
         self._forwarder: SshForwarder | None = None
         self._max_bytes = MAX_BYTES
+        self._opening = asyncio.Lock()   # GetStatus and GetMetrics start together: one channel for both
         self.calls = 0
 
     @property
@@ -50,9 +51,13 @@ class GrpcStatusClient:
         return self.cfg.connect_timeout + self.cfg.read_timeout
 
     async def _open(self, max_bytes: int) -> Any:
-        if self._channel is not None and max_bytes == self._max_bytes:
+        async with self._opening:
+            if self._channel is None or max_bytes != self._max_bytes:
+                await self._drop_channel()
+                await self._dial(max_bytes)
             return self._stubs
-        await self._drop_channel()
+
+    async def _dial(self, max_bytes: int) -> None:
         grpc, _, _ = proto()
         cfg = self.cfg
         interval_ms = int(cfg.interval_secs * 1000)
@@ -82,7 +87,6 @@ class GrpcStatusClient:
         self._stubs = {method: channel.unary_unary(f"/{SERVICE}/{method}", request_serializer=_serialize,
                                                    response_deserializer=None)
                        for method in ("GetStatus", "GetMetrics")}
-        return self._stubs
 
     async def status(self, max_bytes: int = MAX_BYTES) -> Any:
         """The daemon's GetStatusResponse."""
