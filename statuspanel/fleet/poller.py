@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from gpu_engine.vocabulary import (SOURCE_MALFORMED, SOURCE_ONLINE, SOURCE_STALE, SOURCE_UNREACHABLE,
                                    STALE_INTERVALS)
 from statuspanel.fleet.cuzk import adapt_cuzk
+from statuspanel.fleet.cuzk_grpc.channel import public_grpc_target
 from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
 
@@ -58,8 +59,6 @@ def backoff_delay(cfg: SourceConfig, failures: int, rng: Callable[[], float] = r
 def public_target(cfg: SourceConfig) -> str:
     """Where the source is polled, for the panel: no query string (it could hold a key), no userinfo."""
     if not cfg.has_http:  # a cuzk source polled over gRPC only
-        from statuspanel.fleet.cuzk_grpc.source import public_grpc_target
-
         return public_grpc_target(cfg)
     if cfg.transport == "ssh":
         return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> 127.0.0.1:{cfg.remote_port}"
@@ -152,8 +151,6 @@ class SourceState:
 
 def _grpc_block(cfg: SourceConfig) -> dict[str, Any]:
     """A cuzk source with a gRPC target: where it is called, and whether the HTTP status is polled too."""
-    from statuspanel.fleet.cuzk_grpc.source import public_grpc_target
-
     return {"grpc_target": public_grpc_target(cfg), "status_http": cfg.has_http}
 
 

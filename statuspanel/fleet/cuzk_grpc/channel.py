@@ -33,6 +33,14 @@ def split_target(target: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def public_grpc_target(cfg: SourceConfig) -> str:
+    """Where the gRPC API is called, for the panel (no secrets in it)."""
+    scheme = "grpcs" if cfg.grpc_tls else "grpc"
+    if cfg.transport == "ssh":
+        return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> {scheme}://{cfg.grpc_target}"
+    return f"{scheme}://{cfg.grpc_target}"
+
+
 class GrpcStatusClient:
     """The gRPC half of a source; `await status(max_bytes)`, `await metrics(max_bytes)`, `aclose()`."""
 

@@ -44,14 +44,6 @@ class CuzkGrpcSource:
             await self.backend.aclose()
 
 
-def public_grpc_target(cfg: SourceConfig) -> str:
-    """Where the gRPC API is called, for the panel (no secrets in it)."""
-    scheme = "grpcs" if cfg.grpc_tls else "grpc"
-    if cfg.transport == "ssh":
-        return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> {scheme}://{cfg.grpc_target}"
-    return f"{scheme}://{cfg.grpc_target}"
-
-
 async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_depth: int,
                in_thread: Callable[..., Awaitable[Any]]) -> dict[str, Any]:
     """One poll of the source: the panel snapshot, or Unreachable / Malformed naming the half."""
