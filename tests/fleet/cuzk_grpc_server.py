@@ -110,11 +110,12 @@ class CuzkGrpcServer:
     """A grpcio server (or, in `reset` mode, a resetting TCP server) on a real socket."""
 
     def __init__(self, mode: str = "script", *, host: str = "127.0.0.1", port: int = 0, step_secs: float = 1.0,
-                 freeze_step: int | None = None) -> None:
+                 freeze_step: int | None = None, tls: tuple[bytes, bytes] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
         self.mode, self.host, self.port = mode, host, port
         self.step_secs, self.freeze_step = step_secs, freeze_step
+        self.tls = tls  # (private key PEM, certificate PEM): serve over TLS
         self.started = time.monotonic()
         self.calls = 0
         self.stopping = threading.Event()
@@ -138,7 +139,11 @@ class CuzkGrpcServer:
             server.add_generic_rpc_handlers((_garbage_handler(),))
         elif self.mode != "unimplemented":
             pb_grpc.add_ProvingEngineServicer_to_server(_Engine(self), server)
-        self.port = server.add_insecure_port(f"{self.host}:{self.port}")
+        if self.tls is not None:
+            creds = grpc.ssl_server_credentials([self.tls])
+            self.port = server.add_secure_port(f"{self.host}:{self.port}", creds)
+        else:
+            self.port = server.add_insecure_port(f"{self.host}:{self.port}")
         server.start()
         self._grpc = server
         return self
