@@ -6,6 +6,7 @@ the way a cuzk daemon does, or misbehaving on purpose:
                  `gpus` entry per worker), queues that change every --step-secs (SCRIPT), one SRS
                  entry (HOT, size 0: what the current daemon sends), counters that advance, and
                  GetMetrics with per-kind counters
+  big            a GetStatus of BIG_WORKERS worker entries (1.3 MiB: under the byte cap, over the entry cap)
   hang           GetStatus never answers (the handler waits until the server stops)
   unimplemented  a gRPC server without the ProvingEngine service: every call is UNIMPLEMENTED
   huge           GetStatus answers a 9 MiB message (a 9 MiB GPU name)
@@ -35,11 +36,12 @@ import grpc  # noqa: E402
 from statuspanel.fleet.cuzk_grpc import proving_pb2 as pb  # noqa: E402
 from statuspanel.fleet.cuzk_grpc import proving_pb2_grpc as pb_grpc  # noqa: E402
 
-MODES = ("script", "hang", "unimplemented", "huge", "garbage", "reset")
+MODES = ("script", "big", "hang", "unimplemented", "huge", "garbage", "reset")
 GPU_NAME = "NVIDIA GeForce RTX 4090"
 VRAM_TOTAL = 25_757_220_864                  # 23.99 GiB, as the card reports it
 SRS_CIRCUIT = "porep-32g"
 HUGE_BYTES = 9 * 1024 * 1024
+BIG_WORKERS = 20_000
 # (worker jobs as (job id, kind) or None, queues as kind -> (pending, in progress), VRAM free)
 SCRIPT: list[tuple[list[tuple[str, str] | None], dict[str, tuple[int, int]], int]] = [
     ([("porep-c2-1001", "porep-c2"), None], {"porep-c2": (3, 1), "snap-update": (0, 0)}, 9_000_000_000),
@@ -90,6 +92,8 @@ class _Engine(pb_grpc.ProvingEngineServicer):
             context.abort(grpc.StatusCode.CANCELLED, "server stopping")
         if mode == "huge":
             return pb.GetStatusResponse(gpus=[pb.GPUStatus(ordinal=0, name="x" * HUGE_BYTES)])
+        if mode == "big":
+            return self.server.big()
         return script_status(self.server.step())
 
     def GetMetrics(self, request: Any, context: Any) -> Any:
@@ -125,6 +129,14 @@ class CuzkGrpcServer:
     @property
     def target(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def big(self) -> pb.GetStatusResponse:
+        if getattr(self, "_big", None) is None:
+            self._big = pb.GetStatusResponse(gpus=[
+                pb.GPUStatus(ordinal=i % 8, name=GPU_NAME, vram_total_bytes=VRAM_TOTAL, vram_free_bytes=1 << 30,
+                             current_job_id=f"porep-c2-{i}", current_proof_kind="porep-c2")
+                for i in range(BIG_WORKERS)])
+        return self._big
 
     def step(self) -> int:
         if self.freeze_step is not None:

@@ -9,7 +9,8 @@ import pytest
 
 from statuspanel.fleet.cuzk import adapt_cuzk
 from statuspanel.fleet.cuzk_grpc import proving_pb2 as pb
-from statuspanel.fleet.cuzk_grpc.adapt import adapt_status, grpc_only_snapshot, merge, message_dict, metrics_by_kind
+from statuspanel.fleet.cuzk_grpc.adapt import (MAX_ENTRIES, adapt_status, check_entry_counts, grpc_only_snapshot,
+                                               merge, message_dict, metrics_by_kind)
 from statuspanel.fleet.shape import Malformed
 from tests.fleet.cuzk_grpc_server import GPU_NAME, VRAM_TOTAL, script_metrics, script_status
 from tests.fleet.cuzk_server import FIXTURE
@@ -104,3 +105,13 @@ def test_the_merged_engine_keeps_http_pipelines_and_workers() -> None:
     gpu = snap["gpus"][0]
     assert (gpu["name"], gpu["mem_total_bytes"], gpu["util_pct"], gpu["temp_c"]) == (GPU_NAME, VRAM_TOTAL, 87.0, 61)
     assert snap["queues"] and snap["srs"] and snap["partitions_visible"] is True
+
+
+@pytest.mark.parametrize("name,entry", [("gpus", pb.GPUStatus()), ("queues", pb.QueueStatus()),
+                                        ("loaded_srs", pb.SRSStatus(circuit_id="c"))])
+def test_lists_up_to_the_entry_cap_are_read_and_longer_ones_refused(name, entry) -> None:
+    at_cap = pb.GetStatusResponse(**{name: [entry] * MAX_ENTRIES})
+    check_entry_counts(at_cap)
+    with pytest.raises(Malformed) as caught:
+        check_entry_counts(pb.GetStatusResponse(**{name: [entry] * (MAX_ENTRIES + 1)}))
+    assert caught.value.reason == "too-large" and caught.value.field == name

@@ -11,7 +11,7 @@ import pytest
 from gpu_engine import wire
 from statuspanel.fleet.transport import SourceConfig
 from tests.fleet.conftest import wait_until
-from tests.fleet.cuzk_grpc_server import GPU_NAME, SCRIPT, SRS_CIRCUIT, VRAM_TOTAL, CuzkGrpcServer
+from tests.fleet.cuzk_grpc_server import BIG_WORKERS, GPU_NAME, SCRIPT, SRS_CIRCUIT, VRAM_TOTAL, CuzkGrpcServer
 from tests.fleet.cuzk_server import CuzkServer
 from tests.process_support import free_port
 
@@ -143,3 +143,26 @@ def test_a_server_back_after_failing_is_online_again_without_waiting_for_grpcio(
         wait_until(lambda: _online("flappy"), 10, "online once the daemon is up")
         # The collector's backoff (at most 8 intervals) rules, not grpcio's reconnect backoff (up to 2 min).
         assert time.monotonic() - started < 8 * INTERVAL + 2.0
+
+
+def test_an_answer_with_too_many_entries_is_refused_without_holding_the_others(collect, scripted) -> None:
+    """20,000 worker entries (1.3 MiB, under the byte cap) would take over a second to adapt: the list is
+    counted first and the answer refused as too large, polled again and again while the good one updates."""
+    with CuzkGrpcServer("big") as big:
+        collect([_cfg(1, "big-box", big.target), _cfg(2, "good", scripted.target)])
+        wait_until(lambda: _online("good"), 10, "the good source online")
+        online_throughout, changes, last_seq = True, [], None
+        deadline = time.monotonic() + 6.0
+        while time.monotonic() < deadline:
+            snap = _snap("good")
+            online_throughout &= snap["source"]["state"] == "online"
+            if snap["seq"] != last_seq:
+                changes.append(time.monotonic())
+                last_seq = snap["seq"]
+            time.sleep(0.05)
+        source = _snap("big-box")["source"]
+        assert big.calls >= 3
+    assert (source["state"], source["reason"]) == ("malformed", "too-large")
+    assert f"gpus lists {BIG_WORKERS} entries" in source["error"]
+    gaps = [b - a for a, b in zip(changes, changes[1:])]
+    assert online_throughout and max(gaps) < 1.0, gaps  # polled every 0.3 s, never held for long

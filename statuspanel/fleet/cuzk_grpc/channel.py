@@ -96,27 +96,19 @@ class GrpcStatusClient:
                                                    response_deserializer=None)
                        for method in ("GetStatus", "GetMetrics")}
 
-    async def status(self, max_bytes: int = MAX_BYTES) -> Any:
-        """The daemon's GetStatusResponse."""
+    async def status(self, max_bytes: int = MAX_BYTES) -> bytes:
+        """The daemon's GetStatusResponse, encoded (`parse` decodes it: off the loop when large)."""
         _, pb, _ = proto()
-        return await self._unary("GetStatus", pb.GetStatusRequest(), pb.GetStatusResponse, max_bytes)
+        return await self._unary("GetStatus", pb.GetStatusRequest(), max_bytes)
 
-    async def metrics(self, max_bytes: int = MAX_BYTES) -> str:
-        """The daemon's Prometheus text from GetMetrics."""
+    async def metrics(self, max_bytes: int = MAX_BYTES) -> bytes:
+        """The daemon's GetMetricsResponse, encoded."""
         _, pb, _ = proto()
-        return (await self._unary("GetMetrics", pb.GetMetricsRequest(), pb.GetMetricsResponse,
-                                  max_bytes)).prometheus_text
+        return await self._unary("GetMetrics", pb.GetMetricsRequest(), max_bytes)
 
-    async def _unary(self, method: str, request: Any, response_type: Any, max_bytes: int) -> Any:
+    async def _unary(self, method: str, request: Any, max_bytes: int) -> bytes:
         stubs = await self._open(max_bytes)
-        body = await self._call(method, stubs[method], request)
-        response = response_type()
-        try:
-            response.ParseFromString(body)
-        except Exception as exc:  # protobuf's DecodeError, whatever module it comes from
-            raise Malformed(f"not protobuf: the {method} answer is no {response_type.__name__} ({str(exc)[:120]})",
-                            reason="not-protobuf") from None
-        return response
+        return await self._call(method, stubs[method], request)
 
     async def _call(self, method: str, multicallable: Any, request: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -182,6 +174,19 @@ class GrpcStatusClient:
 
     async def aclose(self) -> None:
         await self._drop_channel()
+
+
+def parse(method: str, body: bytes) -> Any:
+    """`body` decoded as `method`'s response message, or `malformed` (`not-protobuf`) in the decoder's words."""
+    _, pb, _ = proto()
+    response_type = {"GetStatus": pb.GetStatusResponse, "GetMetrics": pb.GetMetricsResponse}[method]
+    response = response_type()
+    try:
+        response.ParseFromString(body)
+    except Exception as exc:  # protobuf's DecodeError, whatever module it comes from
+        raise Malformed(f"not protobuf: the {method} answer is no {response_type.__name__} ({str(exc)[:120]})",
+                        reason="not-protobuf") from None
+    return response
 
 
 def _serialize(message: Any) -> bytes:

@@ -10,19 +10,22 @@ whose counters already hold the proofs per kind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 import httpx
 
-from statuspanel.fleet.cuzk_grpc.adapt import adapt_status, grpc_only_snapshot, merge, message_dict, metrics_by_kind
-from statuspanel.fleet.cuzk_grpc.channel import GrpcStatusClient, Unimplemented
+from statuspanel.fleet.cuzk_grpc.adapt import (adapt_status, check_entry_counts, grpc_only_snapshot, merge,
+                                               message_dict, metrics_by_kind)
+from statuspanel.fleet.cuzk_grpc.channel import GrpcStatusClient, Unimplemented, parse
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import SourceConfig, SshBackend, fetch, make_client
 
-# HTTP answers up to this size are decoded in place, larger ones in the collector's thread pool.
+# Answers up to this size (both halves) are decoded in place, larger ones in the collector's thread
+# pool: a message near the size cap takes seconds to adapt and must not hold the collector's loop.
 INLINE_DECODE_BYTES = 64 * 1024
 
 
@@ -65,21 +68,38 @@ async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_de
         failures = failures[:1]  # GetMetrics failing on the same channel says nothing more
     if failures:
         _raise_named(failures)
-    try:
-        part = adapt_status(message_dict(results[0]), client.busy_since, time.monotonic())
-        if client.http is None:
-            return grpc_only_snapshot(part, metrics_by_kind(results[1]) if results[1] is not None else None)
-    except Malformed as exc:
-        raise Malformed(f"gRPC: {exc}", field=exc.field, reason=exc.reason) from None
-    body = results[1]
-    try:
-        if len(body) <= INLINE_DECODE_BYTES:
-            http_snap = decode(body, cfg.kind, max_depth)
-        else:
-            http_snap = await in_thread(decode, body, cfg.kind, max_depth)
-    except Malformed as exc:
-        raise Malformed(f"HTTP /status: {exc}", field=exc.field, reason=exc.reason) from None
+    status_body, second = results[0], results[1]
+    answer_bytes = len(status_body) + (len(second) if second is not None else 0)
+    if answer_bytes <= INLINE_DECODE_BYTES:  # a status message is a few hundred bytes: no thread hop
+        return decode_answers(status_body, second, client.http is not None, client.busy_since, cfg, max_depth)
+    return await in_thread(decode_answers, status_body, second, client.http is not None, client.busy_since, cfg,
+                           max_depth)
+
+
+def decode_answers(status_body: bytes, second: bytes | None, with_http: bool,
+                   busy_since: dict[tuple[int, str], float], cfg: SourceConfig, max_depth: int) -> dict[str, Any]:
+    """The snapshot from GetStatus's bytes and the second answer's (the HTTP status document, or
+    GetMetrics' bytes, or None for a daemon without GetMetrics): Malformed naming the half otherwise."""
+    with _named("gRPC GetStatus"):
+        status = parse("GetStatus", status_body)
+        check_entry_counts(status)
+        part = adapt_status(message_dict(status), busy_since, time.monotonic())
+    if not with_http:
+        with _named("gRPC GetMetrics"):
+            by_kind = None if second is None else metrics_by_kind(parse("GetMetrics", second).prometheus_text)
+        return grpc_only_snapshot(part, by_kind)
+    with _named("HTTP /status"):
+        http_snap = decode(second, cfg.kind, max_depth)
     return merge(http_snap, part)
+
+
+@contextlib.contextmanager
+def _named(half: str) -> Iterator[None]:
+    """A Malformed raised inside says which half of the source it comes from."""
+    try:
+        yield
+    except Malformed as exc:
+        raise Malformed(f"{half}: {exc}", field=exc.field, reason=exc.reason) from None
 
 
 def _raise_named(failures: list[tuple[str, BaseException]]) -> None:
