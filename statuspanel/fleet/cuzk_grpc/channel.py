@@ -3,8 +3,10 @@ bounds, and every failure in the panel's words (`Unreachable` / `Malformed` with
 
 grpcio's synchronous channel is used through its futures: the call runs in grpcio's own threads and
 its completion is handed to the collector's loop, so no thread of ours waits on a source and no
-grpcio object is bound to an event loop. Bounds, as for HTTP: the whole call has a deadline of the
-connect plus read timeouts; answers over the size cap are refused by grpcio itself
+grpcio object is bound to an event loop. Bounds, as for HTTP: a call on a channel that still has to
+connect has a deadline of the connect plus read timeouts, one on a channel that has answered before
+the read timeout alone (as a kept-alive HTTP connection's read), so a link that dies after a good
+poll is `unreachable` within two intervals; answers over the size cap are refused by grpcio itself
 (`grpc.max_receive_message_length`, RESOURCE_EXHAUSTED) before being decoded. After a failed call
 the channel is dropped (`reset()`, by the poll once all its calls have settled), so the next try,
 after the collector's backoff, dials afresh instead of waiting out grpcio's own reconnect backoff.
@@ -51,11 +53,15 @@ class GrpcStatusClient:
         self._stubs: Any = None
         self._forwarder: SshForwarder | None = None
         self._max_bytes = MAX_BYTES
+        self._answered = False           # a call on this channel answered: it is connected
         self._opening = asyncio.Lock()   # GetStatus and GetMetrics start together: one channel for both
         self.calls = 0
 
     @property
     def deadline(self) -> float:
+        """The read timeout on a channel that has answered (connected), else connect + read timeouts."""
+        if self._answered:
+            return self.cfg.read_timeout
         return self.cfg.connect_timeout + self.cfg.read_timeout
 
     async def _open(self, max_bytes: int) -> Any:
@@ -119,22 +125,24 @@ class GrpcStatusClient:
                 loop.call_soon_threadsafe(_settle, settled, call)
 
         self.calls += 1
-        call = multicallable.future(request, timeout=self.deadline)
+        deadline = self.deadline
+        call = multicallable.future(request, timeout=deadline)
         call.add_done_callback(done)
         try:
-            await asyncio.wait_for(settled, self.deadline + 1.0)
+            await asyncio.wait_for(settled, deadline + 1.0)
         except asyncio.TimeoutError:
             call.cancel()
-            raise Unreachable("timeout", f"timeout: no answer to {method} within {self.deadline:g} s") from None
+            raise Unreachable("timeout", f"timeout: no answer to {method} within {deadline:g} s") from None
         except asyncio.CancelledError:
             call.cancel()
             raise
         error = call.exception()
         if error is None:
+            self._answered = True
             return call.result()
-        raise self._failure(method, error)
+        raise self._failure(method, error, deadline)
 
-    def _failure(self, method: str, error: Any) -> Unreachable | Malformed:
+    def _failure(self, method: str, error: Any, deadline: float) -> Unreachable | Malformed:
         """What a failed call means: the gRPC status code (and grpcio's details) in the panel's reasons."""
         grpc, _, _ = proto()
         code = error.code() if hasattr(error, "code") else None
@@ -142,7 +150,7 @@ class GrpcStatusClient:
         short = details if len(details) <= 200 else details[:197] + "..."
         text = details.lower()
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return Unreachable("timeout", f"timeout: no answer to {method} within {self.deadline:g} s")
+            return Unreachable("timeout", f"timeout: no answer to {method} within {deadline:g} s")
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in text:
             return Malformed(f"too large: the {method} answer is over the {self._max_bytes} byte cap ({short})",
                              reason="too-large")
@@ -162,6 +170,7 @@ class GrpcStatusClient:
 
     async def _drop_channel(self) -> None:
         channel, self._channel, self._stubs = self._channel, None, None
+        self._answered = False
         if channel is not None:
             channel.close()
         forwarder, self._forwarder = self._forwarder, None
