@@ -70,7 +70,7 @@ def test_grpc_engines_in_chromium_at_1440_and_420(fleet, panel_login) -> None:
             gpu = region.locator("[data-gpu-name]")
             assert gpu.get_attribute("data-gpu-name") == GPU_NAME
             assert GPU_NAME in gpu.inner_text() and " / 24.0 GiB" in gpu.inner_text()
-            assert region.locator("[data-tier='hot']").inner_text().strip() == "hot"
+            assert region.locator("[data-tier='hot'] .tag").inner_text().strip() == "hot"
         # The queues change on the page as the daemon's do (one WebSocket frame at a time).
         first = page.evaluate(f"({QUEUES_OF})('box-grpc')")
         page.wait_for_function(f"() => ({QUEUES_OF})('box-grpc') !== {json.dumps(first)}", timeout=15_000)
