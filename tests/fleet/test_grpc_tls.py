@@ -60,3 +60,11 @@ def test_tls_with_the_daemons_ca_is_online_and_without_it_refused(collect, tls_p
             source = wait_until(lambda: (s := _snap(name)) and s["source"]["state"] == "unreachable" and s, 10,
                                 f"{name} unreachable")["source"]
             assert source["reason"] == "tls", source
+
+
+def test_a_ca_file_gone_since_it_was_saved_is_a_tls_reason(collect, tmp_path) -> None:
+    collect([SourceConfig(id=1, name="tls-gone", kind="cuzk", transport="http", grpc_target="127.0.0.1:9",
+                          grpc_tls=True, grpc_ca_path=str(tmp_path / "removed.pem"), interval_secs=0.3)])
+    source = wait_until(lambda: (s := _snap("tls-gone")) and s["source"]["state"] == "unreachable" and s, 10,
+                        "unreachable")["source"]
+    assert source["reason"] == "tls" and "cannot read the CA file" in source["error"], source

@@ -91,7 +91,11 @@ class GrpcStatusClient:
             options.append(("grpc.default_authority", cfg.grpc_target))
             channel = grpc.insecure_channel(self._forwarder.target, options=options)
         elif cfg.grpc_tls:
-            roots = Path(cfg.grpc_ca_path).expanduser().read_bytes() if cfg.grpc_ca_path else None
+            try:
+                roots = Path(cfg.grpc_ca_path).expanduser().read_bytes() if cfg.grpc_ca_path else None
+            except OSError as exc:  # validated when saved, gone or unreadable since
+                raise Unreachable("tls", f"tls: cannot read the CA file {cfg.grpc_ca_path} "
+                                         f"({exc.strerror or exc})") from None
             channel = grpc.secure_channel(cfg.grpc_target, grpc.ssl_channel_credentials(roots), options=options)
         else:
             channel = grpc.insecure_channel(cfg.grpc_target, options=options)
