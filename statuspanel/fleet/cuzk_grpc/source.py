@@ -59,7 +59,7 @@ async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_de
     if client.http is None and isinstance(results[1], Unimplemented) and not isinstance(results[0], BaseException):
         results[1] = None  # a daemon without GetMetrics: its totals still come from GetStatus
     failures = [(name, r) for (name, _), r in zip(halves, results) if isinstance(r, BaseException)]
-    if any(isinstance(r, Unreachable) for _, r in failures):
+    if any(isinstance(r, Unreachable) and name.startswith("gRPC") for name, r in failures):
         await client.grpc.reset()  # after every call settled: the next poll dials afresh
     for _, r in failures:
         if not isinstance(r, (Unreachable, Malformed)):
