@@ -17,12 +17,12 @@ from gpu_engine.kinds import kind_label
 from gpu_engine.vocabulary import IDLE, PROVING
 from statuspanel.fleet.shape import Malformed, field, integer, objects
 
-SRS_TIERS = {0: "hot", 1: "warm", 2: "cold"}
+SRS_TIERS = {0: "hot", 1: "warm", 2: "cold"}   # cuzk's SRSStatus.Tier: pinned / mapped / on disk
 # A daemon lists a few GPU workers, proof kinds and SRS entries; past this many in one list the
 # answer is refused (`too-large`) before it is read: adapting 20,000 entries would take the
 # collector's loop (or, in its thread pool, the interpreter's lock) for over a second.
 MAX_ENTRIES = 1024
-LISTS = ("gpus", "loaded_srs", "queues")   # cuzk's SRSStatus.Tier: pinned / mapped / on disk
+LISTS = ("gpus", "loaded_srs", "queues")
 # The per-kind counters' samples, under the name the daemon writes and the one the parser gives a
 # counter (with `_total`); the unlabelled totals share the latter and are told apart by the label.
 PER_KIND_SAMPLES = {"cuzk_proofs_completed": "completed", "cuzk_proofs_completed_total": "completed",
