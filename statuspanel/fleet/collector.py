@@ -25,6 +25,7 @@ from gpu_engine import wire
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.bounds import SourceLimits
+from statuspanel.fleet.cuzk_grpc import source as grpc_source
 from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.events import DEFAULT_BURST, DEFAULT_WINDOW_SECS, StateChange, StateChangeLog
 from statuspanel.fleet.history import FleetHistory, prune_minutes
@@ -197,7 +198,7 @@ class FleetCollector:
         def on_pin(key: str) -> None:
             self._writer.submit(source_table.pin_host_key, cfg.id, key)
 
-        client = make_client(cfg, on_pin)
+        client = grpc_source.CuzkGrpcSource(cfg, on_pin) if cfg.grpc_target else make_client(cfg, on_pin)
         self._clients[cfg.name] = client
         self._tasks[cfg.name] = asyncio.get_running_loop().create_task(self._poll_forever(cfg.name, client),
                                                                         name=f"fleet-{cfg.name}")
@@ -240,11 +241,15 @@ class FleetCollector:
         cfg = state.cfg
         started = time.monotonic()
         try:
-            body = await fetch(client, cfg, self.max_bytes)
-            if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
-                snap = decode(body, cfg.kind, self.max_depth, self.limits)
+            if cfg.grpc_target:  # a cuzk daemon's gRPC API (with its HTTP status, if polled too)
+                snap = await grpc_source.poll(client, cfg, self.max_bytes, self.max_depth, self._in_thread,
+                                              self.limits)
             else:
-                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth, self.limits)
+                body = await fetch(client, cfg, self.max_bytes)
+                if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
+                    snap = decode(body, cfg.kind, self.max_depth, self.limits)
+                else:
+                    snap = await self._in_thread(decode, body, cfg.kind, self.max_depth, self.limits)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:

@@ -90,7 +90,7 @@ class SourceForm(forms.ModelForm):
         model = Source
         fields = ("name", "kind", "transport", "url", "ssh_user", "ssh_host", "ssh_port", "ssh_key_path",
                   "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled",
-                  "price_per_hour")
+                  "grpc_target", "grpc_tls", "grpc_ca_path", "price_per_hour")
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -129,6 +129,7 @@ class SourceForm(forms.ModelForm):
         kind, transport = data.get("kind"), data.get("transport")
         if kind is not None and kind not in SOURCE_KINDS:
             self.add_error("kind", f"kind must be one of {', '.join(SOURCE_KINDS)}")
+        clean_grpc(self, data, kind, transport)
         if transport == "http":
             self._clean_http(data)
         elif transport == "ssh":
@@ -142,7 +143,8 @@ class SourceForm(forms.ModelForm):
         url = (data.get("url") or "").strip()
         data["url"] = url
         if not url:
-            self.add_error("url", "an http source needs a URL such as http://10.0.0.5:9820")
+            if not data.get("grpc_target"):  # a cuzk daemon may be watched through its gRPC API alone
+                self.add_error("url", "an http source needs a URL such as http://10.0.0.5:9821 (or a gRPC target)")
         else:
             try:
                 parts = urlsplit(url)
@@ -181,8 +183,9 @@ class SourceForm(forms.ModelForm):
             self.add_error("ssh_port", f"ssh port must be from 1 to 65535, got {port}")
         data["ssh_port"] = port
         remote = data.get("remote_port")
-        if remote is None or not 1 <= remote <= 65535:
-            self.add_error("remote_port", "an ssh source needs the status port on the remote host (1-65535)")
+        if (remote is None and not data.get("grpc_target")) or (remote is not None and not 1 <= remote <= 65535):
+            self.add_error("remote_port", "an ssh source needs the status port on the remote host (1-65535), "
+                                          "or a gRPC target")
         key = (data.get("ssh_key_path") or "").strip()
         if not key:
             self.add_error("ssh_key_path", "an ssh source needs a private key file")
@@ -236,6 +239,46 @@ class SourceForm(forms.ModelForm):
         if commit:
             source.save()
         return source
+
+
+def parse_grpc_target(value: str, *, bare_port_host: str | None = None) -> str:
+    """`HOST:PORT` (IPv6 in brackets) -> the normalised target; over ssh a bare `PORT` means
+    `127.0.0.1:PORT` on the remote host (`bare_port_host`)."""
+    value = (value or "").strip()
+    if bare_port_host is not None and value.isdigit():
+        return f"{bare_port_host}:{_port(value, 'gRPC port')}"
+    host, colon, raw = value.rpartition(":")
+    if not colon or not host:
+        raise ValidationError(f"gRPC target {value!r} must look like HOST:PORT (e.g. 10.0.0.5:9820)")
+    port = _port(raw, "gRPC port")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not HOST_RE.match(bare if ":" not in bare else f"[{bare}]"):
+        raise ValidationError(f"gRPC target's host must be a host name or an address, got {host!r}")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
+def clean_grpc(form: forms.ModelForm, data: dict, kind: str | None, transport: str | None) -> None:
+    """The gRPC fields: a cuzk source only; TLS only direct (the ssh channel is encrypted already)
+    and its CA bundle a readable file here."""
+    raw = (data.get("grpc_target") or "").strip()
+    tls, ca = bool(data.get("grpc_tls")), (data.get("grpc_ca_path") or "").strip()
+    data.update(grpc_target=raw, grpc_ca_path=ca)
+    if not raw:
+        if tls or ca:
+            form.add_error("grpc_tls", "gRPC TLS and its CA file go with a gRPC target")
+        return
+    if kind is not None and kind != "cuzk":
+        form.add_error("grpc_target", "a gRPC target is for cuzk sources (a vastmanager engine serves HTTP only)")
+    try:
+        data["grpc_target"] = parse_grpc_target(raw, bare_port_host="127.0.0.1" if transport == "ssh" else None)
+    except ValidationError as exc:
+        form.add_error("grpc_target", exc)
+    if transport == "ssh" and tls:
+        form.add_error("grpc_tls", "gRPC TLS is for direct connections; over ssh the channel is encrypted already")
+    if ca and not tls:
+        form.add_error("grpc_ca_path", "a gRPC CA file goes with TLS (--grpc-tls)")
+    elif ca and (not Path(ca).expanduser().is_file() or not os.access(Path(ca).expanduser(), os.R_OK)):
+        form.add_error("grpc_ca_path", f"CA file {ca} is not a readable file on this host")
 
 
 def form_errors(form: forms.Form) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from statuspanel.fleet.bounds import SourceLimits, check_bounds, utf8_text
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
+from statuspanel.fleet.cuzk_grpc.channel import public_grpc_target
 from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
 
@@ -64,6 +65,8 @@ def backoff_delay(cfg: SourceConfig, failures: int, rng: Callable[[], float] = r
 
 def public_target(cfg: SourceConfig) -> str:
     """Where the source is polled, for the panel: no query string (it could hold a key), no userinfo."""
+    if not cfg.has_http:  # a cuzk source polled over gRPC only
+        return public_grpc_target(cfg)
     if cfg.transport == "ssh":
         return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> 127.0.0.1:{cfg.remote_port}"
     parts = urlsplit(cfg.status_url())
@@ -135,6 +138,7 @@ class SourceState:
             "interval_secs": cfg.interval_secs,
             "failures": self.failures,
             "target": public_target(cfg),
+            **(_grpc_block(cfg) if cfg.grpc_target else {}),
         }
 
     def snapshot(self) -> dict[str, Any]:
@@ -150,6 +154,11 @@ class SourceState:
         snap["source"] = self.source_block()
         snap.setdefault("consistency", [])
         return snap
+
+
+def _grpc_block(cfg: SourceConfig) -> dict[str, Any]:
+    """A cuzk source with a gRPC target: where it is called, and whether the HTTP status is polled too."""
+    return {"grpc_target": public_grpc_target(cfg), "status_http": cfg.has_http}
 
 
 def heartbeat_secs(cfg: SourceConfig) -> float:

@@ -31,7 +31,8 @@ def load_sources() -> list[SourceConfig]:
                 ssh_host=s.ssh_host, ssh_port=s.ssh_port, ssh_key_path=s.ssh_key_path,
                 known_hosts_policy=s.known_hosts_policy, known_hosts_path=s.known_hosts_path,
                 ssh_host_key=s.ssh_host_key, remote_port=s.remote_port, token=s.token,
-                interval_secs=s.interval_secs, allow_link_local=allow_link_local)
+                interval_secs=s.interval_secs, allow_link_local=allow_link_local, grpc_target=s.grpc_target,
+                grpc_tls=s.grpc_tls, grpc_ca_path=s.grpc_ca_path)
             for s in Source.objects.filter(enabled=True).order_by("name")
         ]
     finally:

@@ -53,6 +53,14 @@ class SourceConfig:
     token: str = ""
     interval_secs: float = 1.5
     allow_link_local: bool = False   # FLEET_ALLOW_LINK_LOCAL: poll link-local / metadata targets anyway
+    grpc_target: str = ""      # cuzk's gRPC HOST:PORT (over ssh: as the remote host reaches it); "" for none
+    grpc_tls: bool = False
+    grpc_ca_path: str = ""
+
+    @property
+    def has_http(self) -> bool:
+        """Whether the HTTP status is polled (a cuzk source may have only its gRPC API)."""
+        return bool(self.url) if self.transport == "http" else self.remote_port is not None
 
     def __repr__(self) -> str:  # never show the token, whatever prints this
         return f"SourceConfig(id={self.id}, name={self.name!r}, kind={self.kind!r}, transport={self.transport!r})"
@@ -268,14 +276,16 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> httpx.AsyncClient:
-    """A source's client. Call tls_context() once off the loop first (the collector does)."""
+def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None,
+                backend: SshBackend | None = None) -> httpx.AsyncClient:
+    """A source's client. Call tls_context() once off the loop first (the collector does). An ssh
+    source's `backend` may be shared (its gRPC channel uses the same SSH connection)."""
     timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
     headers = {"Accept": "application/json", "User-Agent": "vastmanager-fleet"}
     if cfg.token:
         headers["Authorization"] = f"Bearer {cfg.token}"
     if cfg.transport == "ssh":
-        transport = PoolTransport(SshBackend(cfg, on_pin))
+        transport = PoolTransport(backend or SshBackend(cfg, on_pin))
     else:
         transport = PoolTransport(GuardedBackend(cfg), ssl_context=tls_context())
     return httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, follow_redirects=False,

@@ -12,9 +12,11 @@ SOURCE_DOWN_STATES = frozenset({SOURCE_UNREACHABLE, SOURCE_MALFORMED})
 # A source is stale once its last good snapshot is older than this many poll intervals.
 STALE_INTERVALS = 2
 # Why a source is unreachable or malformed (`source.reason`); `source.error` says it in words.
+# `grpc`: a gRPC status other than those above (UNIMPLEMENTED: the port serves no cuzk status);
+# `not-protobuf`: a gRPC answer that does not decode as the message asked for.
 UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network",
-                       "blocked")
-MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape")
+                       "blocked", "grpc")
+MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape", "not-protobuf")
 SOURCE_KINDS = ("cuzk", "vastmanager")
 SOURCE_TRANSPORTS = ("http", "ssh")
 SOURCE_KEYS = ("kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms")

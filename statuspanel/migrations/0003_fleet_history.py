@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('statuspanel', '0001_fleet_sources'),
+        ('statuspanel', '0002_source_grpc'),
     ]
 
     operations = [
