@@ -115,6 +115,8 @@ class FleetMinute(models.Model):
     failed = models.JSONField(default=dict, blank=True)
     restarts = models.PositiveSmallIntegerField(default=0)
     partitions = models.JSONField(default=list, blank=True, help_text="[kind, synth_ms, gpu_ms, ended_secs]")
+    gpu_secs_by_kind = models.JSONField(default=dict, blank=True,
+                                        help_text="the partitions' GPU seconds by kind (the cost report's weights)")
 
     class Meta:
         indexes = [models.Index(fields=["source_name", "minute"], name="fleetminute_source_minute"),

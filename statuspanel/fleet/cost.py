@@ -13,7 +13,7 @@ the same numbers.
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
@@ -24,8 +24,12 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 
 WINDOWS = {"1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+# How long each window's figures are reused: a 7-day figure reads a week of minutes and moves little in
+# half an hour; the last hour's is rebuilt every 30 s.
+WINDOW_CACHE_SECS = {"1h": 30.0, "24h": 300.0, "7d": 1800.0}
 REPORT_CACHE_SECS = 30.0
-CACHE_KEY = "vastmanager:cost-report:v1"
+CACHE_KEY = "vastmanager:cost-report:v2"
+_window_keys: set[str] = set()   # the window keys this process cached (clear_cache forgets them)
 
 
 @dataclass
@@ -90,28 +94,36 @@ def currency() -> str:
 
 
 # -- usage ----------------------------------------------------------------------------------------
-def fleet_usage(source_name: str, since: float) -> Usage:
-    """A fleet source's usage from its FleetMinute rows since `since` (one indexed range read)."""
+def fleet_usages(names: list[str], since: float) -> dict[str, Usage]:
+    """Fleet sources' usage since `since`, from their FleetMinute rows: the GPU lanes summed in the
+    database (one grouped query), the engine rows' counts by kind read (one row per source and minute).
+    Watched time is a source's GPU-seconds over its GPUs (exact while its GPU count holds)."""
+    from django.db.models import Count, Sum
+
     from statuspanel.fleet.history import ENGINE_LANE
     from statuspanel.models import FleetMinute
 
-    usage = Usage()
-    watched: dict[datetime, float] = defaultdict(float)
-    start = datetime.fromtimestamp(since, timezone.utc)
-    rows = (FleetMinute.objects.filter(source_name=source_name, minute__gte=start).order_by()
-            .values_list("minute", "lane", "observed_secs", "busy_secs", "completed", "failed", "partitions"))
-    for minute, lane, observed, busy, completed, failed, partitions in rows.iterator():
-        if lane == ENGINE_LANE:
-            usage.proofs.update({k: int(v) for k, v in (completed or {}).items()})
-            usage.failed.update({k: int(v) for k, v in (failed or {}).items()})
-            for kind, _synth, gpu_ms, _end in partitions or []:
-                usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000
-        elif lane.startswith("gpu"):
-            usage.gpu_secs += observed
-            usage.busy_gpu_secs += busy
-            watched[minute] = max(watched[minute], observed)
-    usage.watched_secs = sum(watched.values())
-    return usage
+    usages = {name: Usage() for name in names}
+    recent = FleetMinute.objects.filter(source_name__in=names, minute__gte=datetime.fromtimestamp(since, timezone.utc))
+    for name, observed, busy, gpus in (recent.filter(lane__startswith="gpu").order_by().values("source_name")
+                                       .annotate(o=Sum("observed_secs"), b=Sum("busy_secs"),
+                                                 g=Count("lane", distinct=True))
+                                       .values_list("source_name", "o", "b", "g")):
+        usage = usages[name]
+        usage.gpu_secs, usage.busy_gpu_secs = observed or 0.0, busy or 0.0
+        usage.watched_secs = usage.gpu_secs / max(gpus, 1)
+    for name, completed, failed, by_kind in (recent.filter(lane=ENGINE_LANE).order_by()
+                                             .values_list("source_name", "completed", "failed", "gpu_secs_by_kind")
+                                             .iterator()):
+        usage = usages[name]
+        usage.proofs.update({k: int(v) for k, v in (completed or {}).items()})
+        usage.failed.update({k: int(v) for k, v in (failed or {}).items()})
+        usage.kind_gpu_secs.update({k: float(v) for k, v in (by_kind or {}).items()})
+    return usages
+
+
+def fleet_usage(source_name: str, since: float) -> Usage:
+    return fleet_usages([source_name], since)[source_name]
 
 
 def local_usage(engine_id: str, since: float, now: float) -> Usage:
@@ -154,19 +166,43 @@ def engines_and_prices(local_engines: list[str]) -> list[tuple[str, bool, float 
     return out
 
 
-def build_report(local_engines: list[str], now: float | None = None) -> dict[str, Any]:
+def _window_usages(window: str, engines: list[tuple[str, bool, float | None]], now: float,
+                   cached: bool) -> dict[str, Usage]:
+    """Every engine's usage over one window, reused for WINDOW_CACHE_SECS when `cached`."""
+    key = f"{CACHE_KEY}:{window}:{','.join(e for e, _, _ in engines)}"
+    usages = cache.get(key) if cached else None
+    if usages is None:
+        since = now - WINDOWS[window]
+        usages = fleet_usages([e for e, is_source, _ in engines if is_source], since)
+        usages.update({e: local_usage(e, since, now) for e, is_source, _ in engines if not is_source})
+        if cached:
+            cache.set(key, usages, WINDOW_CACHE_SECS[window])
+            _window_keys.add(key)
+    return usages
+
+
+def clear_cache() -> None:
+    """Forget every cached figure (tests; a price edit shows within REPORT_CACHE_SECS anyway)."""
+    cache.delete(CACHE_KEY)
+    cache.delete_many(list(_window_keys))
+    _window_keys.clear()
+
+
+def build_report(local_engines: list[str], now: float | None = None, cached: bool = False) -> dict[str, Any]:
     """{"currency", "windows", "boxes": {engine: {window: box_cost}}, "fleet": {window: totals}}."""
     now = time.time() if now is None else now
     boxes: dict[str, dict[str, Any]] = {}
     fleet: dict[str, Any] = {}
-    for window, secs in WINDOWS.items():
+    engines = engines_and_prices(local_engines)
+    for window in WINDOWS:
         total = Usage()
         priced_spent = priced_idle = 0.0
         priced_proofs: Counter = Counter()
         priced_weighted: Counter = Counter()
         any_price = False
-        for engine, is_source, price in engines_and_prices(local_engines):
-            usage = fleet_usage(engine, now - secs) if is_source else local_usage(engine, now - secs, now)
+        usages = _window_usages(window, engines, now, cached)
+        for engine, is_source, price in engines:
+            usage = usages[engine]
             answer = box_cost(usage, price)
             answer["is_source"] = is_source
             boxes.setdefault(engine, {})[window] = answer
@@ -197,6 +233,6 @@ def report(local_engines: list[str] | None = None) -> dict[str, Any]:
 
         local_engines = [str(s.get("engine_id")) for s in wire.latest_snapshots()[0]
                          if not isinstance(s.get("source"), dict) and s.get("engine_id")]
-    built = build_report(local_engines)
+    built = build_report(local_engines, cached=True)
     cache.set(CACHE_KEY, built, REPORT_CACHE_SECS)
     return built

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.cache import cache
 
 from statuspanel.fleet import cost
 from tests.fleet import scripted_cuzk as script
@@ -18,9 +17,9 @@ PRICE = 3.0
 @pytest.fixture
 def priced(clean_panel_cache):
     script.run_scenario(NAME, price=str(PRICE))
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
     yield
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
 
 
 def _independent() -> dict[str, float]:
@@ -72,7 +71,7 @@ def test_panel_and_metrics_agree_on_busy_share_cost_per_proof_and_idle_cost(pric
 
 def test_a_box_without_a_price_shows_busy_share_only(client, django_user_model, clean_panel_cache) -> None:
     script.run_scenario("unpriced-box")
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
     client.force_login(django_user_model.objects.create_user("op", password="pw-123456789"))
     table = _table(client.get("/history/unpriced-box").content.decode(), "box")
     assert "no price (busy share only)" in table and "data-spent" not in table

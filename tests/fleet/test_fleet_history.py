@@ -7,7 +7,6 @@ import shutil
 import subprocess
 
 import pytest
-from django.core.cache import cache
 
 from statuspanel.fleet import cost
 from statuspanel.history.fleet import build_fleet_timeline, fleet_latency, fleet_throughput
@@ -21,9 +20,9 @@ NAME = "rented-box"
 @pytest.fixture
 def observed(clean_panel_cache) -> float:
     t0 = script.run_scenario(NAME)
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
     yield t0
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
 
 
 def test_proofs_per_minute_and_busy_share_match_what_the_daemon_did(observed) -> None:
@@ -94,6 +93,6 @@ def test_a_removed_source_leaves_no_series(observed, client, settings) -> None:
 
     Source.objects.filter(name=NAME).delete()
     wire.forget_engine(wire.default_cache(), NAME)  # what the running collector does when it sees the removal
-    cache.delete(cost.CACHE_KEY)
+    cost.clear_cache()
     body = client.get("/metrics").content.decode()
     assert f'engine="{NAME}"' not in body
