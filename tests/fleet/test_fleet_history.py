@@ -96,3 +96,13 @@ def test_a_removed_source_leaves_no_series(observed, client, settings) -> None:
     cost.clear_cache()
     body = client.get("/metrics").content.decode()
     assert f'engine="{NAME}"' not in body
+
+
+def test_a_fleet_engine_header_links_to_its_history(observed) -> None:
+    from gpu_engine import wire
+    from statuspanel.render.engine import render_engine_with_tally
+
+    snap = wire.default_cache().get(wire.snapshot_key(NAME))
+    assert snap is not None, "the collector's last snapshot of the source"
+    html, _ = render_engine_with_tally(snap)
+    assert f'href="/history/{NAME}"' in html
