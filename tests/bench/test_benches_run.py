@@ -65,6 +65,7 @@ def test_ntt_numpy_probe_bench_runs(tmp_path) -> None:
         assert len(row) == 3 and all(re.fullmatch(NUMBER, cell) for cell in row)
 
 
+@pytest.mark.slow
 def test_groth16_bench_runs(tmp_path) -> None:
     out = run_bench("groth16.py", "--max-log", "10", "--repeat", "1", tmp_path=tmp_path)
     for kind in ("porep-c2", "snap-update", "window-post", "winning-post"):
