@@ -62,7 +62,7 @@ class LimitedRequest(WebRequest):
             return
         super().gotLength(length)
 
-    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
         self.received += len(data)
         if self.refused:
             if self.received > LINGER_BYTES:
@@ -73,11 +73,11 @@ class LimitedRequest(WebRequest):
             return
         super().handleContentChunk(data)
 
-    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802 - Twisted's name
         if not self.refused:
             super().requestReceived(command, path, version)
 
-    def connectionLost(self, reason: Any) -> None:  # noqa: N802
+    def connectionLost(self, reason: Any) -> None:  # noqa: N802 - Twisted's name
         if self._linger_call is not None and self._linger_call.active():
             self._linger_call.cancel()
         super().connectionLost(reason)
@@ -128,7 +128,7 @@ class _Discard:
 
 
 class LimitedHTTPFactory(HTTPFactory):
-    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 - Twisted's name
         protocol = super().buildProtocol(addr)
         protocol.requestFactory = LimitedRequest
         return protocol
@@ -141,7 +141,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
     bytes_while_closed = 0
     dropping = False
 
-    def connectionMade(self) -> None:  # noqa: N802
+    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
         super().connectionMade()
         self.send_window = SendWindow()
         self.send_window.on_open(self._caught_up)
@@ -154,7 +154,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
     def _caught_up(self) -> None:
         self.bytes_while_closed = 0
 
-    def sendData(self, data: bytes, sync: bool = False, chopsize: int | None = None) -> None:  # noqa: N802
+    def sendData(self, data: bytes, sync: bool = False, chopsize: int | None = None) -> None:  # noqa: N802 - Twisted's name
         if not self.send_window.is_open and not self.dropping:
             self.bytes_while_closed += len(data)
             if self.bytes_while_closed > settings.WS_MAX_BUFFERED_BYTES:
@@ -162,7 +162,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
                 return
         super().sendData(data, sync, chopsize)
 
-    def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802
+    def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802, N803 - Autobahn's names
         queue = getattr(self, "application_queue", None)
         if isinstance(queue, MeteredQueue) and queue.queued_bytes + len(payload) > MAX_QUEUED_BYTES:
             if not self.dropping:

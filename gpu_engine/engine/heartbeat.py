@@ -35,7 +35,7 @@ class Heartbeat:
             while not self._stop.wait(self.config.heartbeat_secs):
                 try:
                     self.beat()
-                except Exception:  # noqa: BLE001 - a database hiccup must not stop renewals
+                except Exception:  # a database hiccup must not stop renewals
                     log.exception("heartbeat failed")
                     connection.close()
         finally:

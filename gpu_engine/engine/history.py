@@ -68,7 +68,7 @@ class HistoryWriter:
     def _guarded_run(self) -> None:
         try:
             self._run()
-        except BaseException as exc:  # noqa: BLE001 - a dead writer must stop the engine, not hide
+        except BaseException as exc:  # a dead writer must stop the engine, not hide
             log.critical("the history writer crashed", exc_info=True)
             if self._on_crash is not None:
                 self._on_crash(self._thread.name, exc)

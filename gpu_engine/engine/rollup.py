@@ -135,5 +135,5 @@ class RollupWriter:
     def close(self) -> None:
         try:
             store(self.rollup.take_finished(everything=True))
-        except Exception:  # noqa: BLE001 - the last partial minute is not worth failing a shutdown for
+        except Exception:  # the last partial minute is not worth failing a shutdown for
             log.exception("could not store the last telemetry minute")
