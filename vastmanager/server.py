@@ -1,6 +1,7 @@
 """The Daphne server vastmanager runs (`runprover`, `manage.py servepanel`), with three guards added.
 
-- Request bodies: the limit of the path (`vastmanager.limits`) is applied when the headers end, from
+- Request bodies: the limit of the request (`vastmanager.limits.request_limit`: a path's larger limit
+  only with the operator's token, so unauthenticated clients get the default) is applied when the headers end, from
   `Content-Length`, before one byte of the body is read or buffered (Twisted would otherwise spool
   the whole body to a temporary file before the application sees the request); a chunked body is
   cut off when it crosses the limit. The answer is a 413 JSON body, then the connection closes.
@@ -56,7 +57,8 @@ class LimitedRequest(WebRequest):
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's name
         target = getattr(self.channel, "_path", b"/")  # the request line's target, parsed by the channel
-        self.limit = limits.limit_for(target.decode("latin-1"))
+        # The headers are all in: a path's larger limit only for the operator's token.
+        self.limit = limits.request_limit(target.decode("latin-1"), _flat_headers(self.requestHeaders))
         if length is not None and length > self.limit:
             self._refuse(length)
             return
@@ -107,6 +109,10 @@ class LimitedRequest(WebRequest):
         channel = self.channel
         if channel is not None and channel.transport is not None:
             channel.transport.abortConnection()
+
+
+def _flat_headers(headers: Any) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, values in headers.getAllRawHeaders() for value in values]
 
 
 class _Discard:
