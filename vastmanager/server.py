@@ -10,6 +10,9 @@
   `WS_SLOW_CLIENT_SECS`, or that is written to past `WS_MAX_BUFFERED_BYTES` while closed, is dropped
   with close code 4008, as is one whose own messages pile up unread (MAX_QUEUED_BYTES). The
   `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
+- Frames: the WebSocket message limit is `WS_MAX_FRAME_BYTES`, set deliberately (autobahn's one
+  limit, both ways); the panel builds every frame to fit it, and a message over it that reaches the
+  protocol anyway is not sent (logged) instead of closing the connection 1011 from inside autobahn.
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
 
@@ -181,6 +184,18 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         if not self.dropping and self.send_window.closed_for() > settings.WS_SLOW_CLIENT_SECS:
             self.drop_slow(f"not reading for over {settings.WS_SLOW_CLIENT_SECS:g}s")
 
+    def _over_limit(self, message: dict[str, Any]) -> bool:
+        """A message autobahn would refuse to send (and close the connection over): skipped, logged."""
+        limit = self.maxMessagePayloadSize
+        payload = message.get("text")
+        size = (len(payload) if payload.isascii() else len(payload.encode())) if isinstance(payload, str) \
+            else len(message.get("bytes") or b"")
+        if 0 < limit < size:
+            log.error("not sending a %d-byte WebSocket message to %s: over the %d-byte frame limit",
+                      size, self.client_addr, limit)
+            return True
+        return False
+
     def drop_slow(self, why: str) -> None:
         """Close with 4008 (a client that reads gets the reason) and cut the connection soon after."""
         self.dropping = True
@@ -197,6 +212,8 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         kind = message.get("type")
         if kind == "websocket.send" and self.state in (self.STATE_CLOSING, self.STATE_CLOSED):
             return  # the client left while a broadcast was on its way: nothing to tell anyone
+        if kind == "websocket.send" and self._over_limit(message):
+            return
         if kind == "websocket.close" and self.state == self.STATE_OPEN:
             self.sendClose(code=message.get("code") or 1000, reason=message.get("reason") or None)
             return
@@ -271,4 +288,6 @@ def build_server(application: Any, host: str, port: int, *, ready_callable: Call
         signal_handlers=signal_handlers,
         ready_callable=ready_callable,
         verbosity=verbosity,
+        websocket_max_message_size=int(settings.WS_MAX_FRAME_BYTES),
+        websocket_max_frame_size=int(settings.WS_MAX_FRAME_BYTES),
     )
