@@ -1,0 +1,105 @@
+"""History aggregated in the database: as many numbers as the charts have pixels, whatever the rate.
+
+A busy engine settles 10^5 partitions an hour. Reading every run into Python to draw one rectangle
+each made the panel's activity region megabytes and seconds; here the database groups the runs of a
+window into fixed time buckets per lane (GROUP BY on the window index) and the timeline draws one
+rectangle per busy bucket: a lane has at most BUCKETS of them. Latency percentiles come from a
+logarithmic histogram grouped the same way (within LOG_STEPS_PER_E of exact); throughput from a count
+per minute and kind. Small windows keep their exact rows (`timeline`, `charts` decide by a count).
+
+Times are compared as unix seconds computed in SQL: `EXTRACT(EPOCH ...)` on PostgreSQL, `julianday`
+on SQLite (which stores datetimes as ISO text; Django registers LN and FLOOR there).
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from django.db import connection
+
+from gpu_engine.models import PartitionRun
+
+BUCKETS = 300                  # rectangles per lane at most (a panel lane is a few hundred pixels wide)
+LOG_STEPS_PER_E = 100          # latency histogram resolution: bucket edges 1% apart
+FAILED_STATES = ("failed", "retried", "cancelled")
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, timezone.utc)
+
+
+def epoch(column: str) -> str:
+    """SQL for a datetime column as unix seconds (float) on this database."""
+    if connection.vendor == "postgresql":
+        return f"EXTRACT(EPOCH FROM {column})"
+    return f"((julianday({column}) - 2440587.5) * 86400.0)"
+
+
+def _table(model: Any) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def runs_since(engine_id: str, since: float) -> int:
+    """How many runs this engine settled since `since` (one indexed count)."""
+    return PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=_dt(since)).order_by().count()
+
+
+def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKETS) -> list[dict[str, Any]]:
+    """Per lane ("gpu" phase by worker, "finalize" as one lane) and time bucket of [start, end): the
+    runs started there, how many failed, their busy seconds, first start and last end."""
+    width = (end - start) / buckets
+    out = []
+    for phase, begin, finish, lane in (("gpu", "gpu_started_at", "gpu_ended_at", "worker_id"),
+                                       ("finalize", "finalize_started_at", "finalize_ended_at", "''")):
+        s, e = epoch(begin), epoch(finish)
+        worker_filter = " AND worker_id <> ''" if phase == "gpu" else ""
+        sql = (f"SELECT {lane}, FLOOR(({s} - %s) / %s) AS b, COUNT(*), "
+               f"SUM(CASE WHEN state IN ({', '.join(['%s'] * len(FAILED_STATES))}) THEN 1 ELSE 0 END), "
+               f"SUM({e} - {s}), MIN({s}), MAX({e}) "
+               f"FROM {_table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
+               f"AND {begin} IS NOT NULL AND {finish} IS NOT NULL{worker_filter} "
+               "GROUP BY 1, 2")
+        params = [start, width, *FAILED_STATES, engine_id, _dt(start)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            for worker, b, n, failed, busy, first, last in cursor.fetchall():
+                if b is None:
+                    continue
+                b = max(0, min(buckets - 1, int(b)))
+                out.append({"phase": phase, "worker": str(worker), "bucket": b, "count": int(n),
+                            "failed": int(failed or 0), "busy": float(busy or 0.0),
+                            "first": float(first), "last": float(last),
+                            "start": start + b * width, "end": start + (b + 1) * width})
+    return out
+
+
+Histogram = dict[str, list[tuple[float, int]]]
+
+
+def log_histogram(sql_from: str, params: list[Any], kind_col: str, value_sql: str) -> Histogram:
+    """{kind: [(value, count)]} ascending: positive values grouped by FLOOR(LN(value) * LOG_STEPS_PER_E)."""
+    sql = (f"SELECT {kind_col}, FLOOR(LN({value_sql}) * {LOG_STEPS_PER_E}) AS b, COUNT(*) {sql_from} "
+           f"AND {value_sql} > 0 GROUP BY 1, 2")
+    hist: Histogram = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for kind, b, n in cursor.fetchall():
+            # The bucket's middle: within half a step (0.5%) of every value in it.
+            hist.setdefault(str(kind), []).append((math.exp((float(b) + 0.5) / LOG_STEPS_PER_E), int(n)))
+    for values in hist.values():
+        values.sort()
+    return hist
+
+
+def histogram_percentile(values: list[tuple[float, int]], q: float) -> float | None:
+    """Nearest-rank percentile of a histogram of (value, count), ascending."""
+    total = sum(n for _, n in values)
+    if not total:
+        return None
+    rank, seen = max(1, math.ceil(q * total)), 0
+    for value, n in values:
+        seen += n
+        if seen >= rank:
+            return value
+    return values[-1][0]
