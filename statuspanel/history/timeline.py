@@ -33,7 +33,7 @@ MIN_BAR_PCT = 0.15
 LIVE = "live"
 FINALIZER_LANE = "finalizer"
 # More settled runs than this in the window and the lanes are drawn from buckets, not one bar per run.
-EXACT_RUNS = 1500
+EXACT_RUNS = 400
 AGGREGATED = "aggregated"
 
 
