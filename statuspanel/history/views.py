@@ -8,6 +8,8 @@ once per ACTIVITY_CACHE_SECS per (engine, window) and shared through Django's ca
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -25,6 +27,9 @@ from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
 ACTIVITY_REFRESH_SECS = 2.0
 ACTIVITY_CACHE_SECS = 1  # whole seconds: Django's Redis cache keeps no shorter timeout
+# A region slower to build is kept longer: this many times its build time (never rebuilt faster than
+# it can be built, however many panels ask).
+ACTIVITY_CACHE_BUILDS = 2
 
 
 def engine_snapshot(engine_id: str) -> dict[str, Any] | None:
@@ -63,9 +68,11 @@ def activity_partial(request: HttpRequest, engine_id: str) -> HttpResponse:
     key = f"vastmanager:activity:{engine_id}:{window}"
     html = cache.get(key)
     if html is None:
+        began = time.monotonic()
         html = render_to_string("statuspanel/activity/_activity.html",
                                 {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
-        cache.set(key, html, ACTIVITY_CACHE_SECS)
+        built = time.monotonic() - began
+        cache.set(key, html, max(ACTIVITY_CACHE_SECS, math.ceil(ACTIVITY_CACHE_BUILDS * built)))
     return HttpResponse(html)
 
 
