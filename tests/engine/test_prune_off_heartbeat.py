@@ -14,6 +14,7 @@ from tests.engine.helpers import running, wait_for
 
 SLOW_PRUNE_SECS = 3.0  # longer than the test engine's 2 s lease
 
+
 @pytest.mark.django_db(transaction=True)
 def test_slow_prune_does_not_delay_lease_renewal(make_engine, monkeypatch):
     old = datetime.now(timezone.utc) - timedelta(days=30)
@@ -41,13 +42,13 @@ def test_slow_prune_does_not_delay_lease_renewal(make_engine, monkeypatch):
     monkeypatch.setattr(rollup, "prune_batch", slowly(real_batch), raising=False)
     engine = make_engine(lease_secs=2.0, heartbeat_secs=0.2)
     with running(engine):
-
         wait_for(lambda: bool(pruned), timeout=30)
         during = [t for t in renewals if t <= pruned[0]]
     gaps = [b - a for a, b in zip(during, during[1:])]
     assert len(during) >= 8, renewals  # the heartbeat kept beating through the prune
     assert max(gaps) < 1.0, gaps
     assert not TelemetryMinute.objects.filter(minute__lt=old + timedelta(minutes=1)).exists()
+
 
 @pytest.mark.django_db(transaction=True)
 def test_prune_deletes_in_batches(monkeypatch):
