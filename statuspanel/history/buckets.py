@@ -47,31 +47,45 @@ def runs_since(engine_id: str, since: float) -> int:
 
 def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKETS) -> list[dict[str, Any]]:
     """Per lane ("gpu" phase by worker, "finalize" as one lane) and time bucket of [start, end): the
-    runs started there, how many failed, their busy seconds, first start and last end."""
+    runs started there, how many failed, their busy seconds, first start and last end.
+
+    One pass over the window's rows, grouped by worker and the bucket of the run's GPU start (its
+    finalize start where it had no GPU phase); the finalize lane adds up the workers' groups."""
     width = (end - start) / buckets
-    out = []
-    for phase, begin, finish, lane in (("gpu", "gpu_started_at", "gpu_ended_at", "worker_id"),
-                                       ("finalize", "finalize_started_at", "finalize_ended_at", "''")):
-        s, e = epoch(begin), epoch(finish)
-        worker_filter = " AND worker_id <> ''" if phase == "gpu" else ""
-        sql = (f"SELECT {lane}, FLOOR(({s} - %s) / %s) AS b, COUNT(*), "
-               f"SUM(CASE WHEN state IN ({', '.join(['%s'] * len(FAILED_STATES))}) THEN 1 ELSE 0 END), "
-               f"SUM({e} - {s}), MIN({s}), MAX({e}) "
-               f"FROM {_table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
-               f"AND {begin} IS NOT NULL AND {finish} IS NOT NULL{worker_filter} "
-               "GROUP BY 1, 2")
-        params = [start, width, *FAILED_STATES, engine_id, _dt(start)]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            for worker, b, n, failed, busy, first, last in cursor.fetchall():
-                if b is None:
-                    continue
-                b = max(0, min(buckets - 1, int(b)))
-                out.append({"phase": phase, "worker": str(worker), "bucket": b, "count": int(n),
-                            "failed": int(failed or 0), "busy": float(busy or 0.0),
-                            "first": float(first), "last": float(last),
-                            "start": start + b * width, "end": start + (b + 1) * width})
-    return out
+    gs, ge = epoch("gpu_started_at"), epoch("gpu_ended_at")
+    fs, fe = epoch("finalize_started_at"), epoch("finalize_ended_at")
+    failed = f"state IN ({', '.join(['%s'] * len(FAILED_STATES))})"
+    sql = (f"SELECT worker_id, FLOOR((COALESCE({gs}, {fs}) - %s) / %s), "
+           f"SUM(CASE WHEN gpu_started_at IS NOT NULL AND gpu_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
+           f"SUM(CASE WHEN {failed} AND gpu_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
+           f"SUM({ge} - {gs}), MIN({gs}), MAX({ge}), "
+           f"SUM(CASE WHEN finalize_started_at IS NOT NULL AND finalize_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
+           f"SUM(CASE WHEN {failed} AND finalize_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
+           f"SUM({fe} - {fs}), MIN({fs}), MAX({fe}) "
+           f"FROM {_table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
+           "AND (gpu_started_at IS NOT NULL OR finalize_started_at IS NOT NULL) GROUP BY 1, 2")
+    params = [start, width, *FAILED_STATES, *FAILED_STATES, engine_id, _dt(start)]
+    out: list[dict[str, Any]] = []
+    finalize: dict[int, dict[str, Any]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    for worker, b, g_n, g_failed, g_busy, g_first, g_last, f_n, f_failed, f_busy, f_first, f_last in rows:
+        if b is None:
+            continue
+        b = max(0, min(buckets - 1, int(b)))
+        edges = {"bucket": b, "start": start + b * width, "end": start + (b + 1) * width}
+        if g_n and str(worker) != "":
+            out.append({"phase": "gpu", "worker": str(worker), "count": int(g_n), "failed": int(g_failed or 0),
+                        "busy": float(g_busy or 0.0), "first": float(g_first), "last": float(g_last), **edges})
+        if f_n:
+            acc = finalize.setdefault(b, {"phase": "finalize", "worker": "", "count": 0, "failed": 0, "busy": 0.0,
+                                          "first": float(f_first), "last": float(f_last), **edges})
+            acc["count"] += int(f_n)
+            acc["failed"] += int(f_failed or 0)
+            acc["busy"] += float(f_busy or 0.0)
+            acc["first"], acc["last"] = min(acc["first"], float(f_first)), max(acc["last"], float(f_last))
+    return out + [finalize[b] for b in sorted(finalize)]
 
 
 Histogram = dict[str, list[tuple[float, int]]]
