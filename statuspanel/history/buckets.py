@@ -65,27 +65,29 @@ def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKET
            f"FROM {_table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
            "AND (gpu_started_at IS NOT NULL OR finalize_started_at IS NOT NULL) GROUP BY 1, 2")
     params = [start, width, *FAILED_STATES, *FAILED_STATES, engine_id, _dt(start)]
-    out: list[dict[str, Any]] = []
-    finalize: dict[int, dict[str, Any]] = {}
+    lanes: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def add(phase: str, worker: str, b: int, n: Any, failed: Any, busy: Any, first: Any, last: Any) -> None:
+        acc = lanes.setdefault((phase, worker, b), {
+            "phase": phase, "worker": worker, "bucket": b, "start": start + b * width, "end": start + (b + 1) * width,
+            "count": 0, "failed": 0, "busy": 0.0, "first": float(first), "last": float(last)})
+        acc["count"] += int(n)
+        acc["failed"] += int(failed or 0)
+        acc["busy"] += float(busy or 0.0)
+        acc["first"], acc["last"] = min(acc["first"], float(first)), max(acc["last"], float(last))
+
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     for worker, b, g_n, g_failed, g_busy, g_first, g_last, f_n, f_failed, f_busy, f_first, f_last in rows:
         if b is None:
             continue
-        b = max(0, min(buckets - 1, int(b)))
-        edges = {"bucket": b, "start": start + b * width, "end": start + (b + 1) * width}
+        b = max(0, min(buckets - 1, int(b)))  # runs begun before the window count in its first bucket
         if g_n and str(worker) != "":
-            out.append({"phase": "gpu", "worker": str(worker), "count": int(g_n), "failed": int(g_failed or 0),
-                        "busy": float(g_busy or 0.0), "first": float(g_first), "last": float(g_last), **edges})
+            add("gpu", str(worker), b, g_n, g_failed, g_busy, g_first, g_last)
         if f_n:
-            acc = finalize.setdefault(b, {"phase": "finalize", "worker": "", "count": 0, "failed": 0, "busy": 0.0,
-                                          "first": float(f_first), "last": float(f_last), **edges})
-            acc["count"] += int(f_n)
-            acc["failed"] += int(f_failed or 0)
-            acc["busy"] += float(f_busy or 0.0)
-            acc["first"], acc["last"] = min(acc["first"], float(f_first)), max(acc["last"], float(f_last))
-    return out + [finalize[b] for b in sorted(finalize)]
+            add("finalize", "", b, f_n, f_failed, f_busy, f_first, f_last)
+    return [lanes[k] for k in sorted(lanes)]
 
 
 Histogram = dict[str, list[tuple[float, int]]]
