@@ -1,6 +1,7 @@
 """The Daphne server vastmanager runs (`runprover`, `manage.py servepanel`), with three guards added.
 
-- Request bodies: the limit of the path (`vastmanager.limits`) is applied when the headers end, from
+- Request bodies: the limit of the request (`vastmanager.limits.request_limit`: a path's larger limit
+  only with the operator's token, so unauthenticated clients get the default) is applied when the headers end, from
   `Content-Length`, before one byte of the body is read or buffered (Twisted would otherwise spool
   the whole body to a temporary file before the application sees the request); a chunked body is
   cut off when it crosses the limit. The answer is a 413 JSON body, then the connection closes.
@@ -9,6 +10,9 @@
   `WS_SLOW_CLIENT_SECS`, or that is written to past `WS_MAX_BUFFERED_BYTES` while closed, is dropped
   with close code 4008, as is one whose own messages pile up unread (MAX_QUEUED_BYTES). The
   `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
+- Frames: the WebSocket message limit is `WS_MAX_FRAME_BYTES`, set deliberately (autobahn's one
+  limit, both ways); the panel builds every frame to fit it, and a message over it that reaches the
+  protocol anyway is not sent (logged) instead of closing the connection 1011 from inside autobahn.
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
 
@@ -56,7 +60,8 @@ class LimitedRequest(WebRequest):
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's name
         target = getattr(self.channel, "_path", b"/")  # the request line's target, parsed by the channel
-        self.limit = limits.limit_for(target.decode("latin-1"))
+        # The headers are all in: a path's larger limit only for the operator's token.
+        self.limit = limits.request_limit(target.decode("latin-1"), _flat_headers(self.requestHeaders))
         if length is not None and length > self.limit:
             self._refuse(length)
             return
@@ -107,6 +112,10 @@ class LimitedRequest(WebRequest):
         channel = self.channel
         if channel is not None and channel.transport is not None:
             channel.transport.abortConnection()
+
+
+def _flat_headers(headers: Any) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, values in headers.getAllRawHeaders() for value in values]
 
 
 class _Discard:
@@ -175,6 +184,18 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         if not self.dropping and self.send_window.closed_for() > settings.WS_SLOW_CLIENT_SECS:
             self.drop_slow(f"not reading for over {settings.WS_SLOW_CLIENT_SECS:g}s")
 
+    def _over_limit(self, message: dict[str, Any]) -> bool:
+        """A message autobahn would refuse to send (and close the connection over): skipped, logged."""
+        limit = self.maxMessagePayloadSize
+        payload = message.get("text")
+        size = (len(payload) if payload.isascii() else len(payload.encode())) if isinstance(payload, str) \
+            else len(message.get("bytes") or b"")
+        if 0 < limit < size:
+            log.error("not sending a %d-byte WebSocket message to %s: over the %d-byte frame limit",
+                      size, self.client_addr, limit)
+            return True
+        return False
+
     def drop_slow(self, why: str) -> None:
         """Close with 4008 (a client that reads gets the reason) and cut the connection soon after."""
         self.dropping = True
@@ -191,6 +212,8 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         kind = message.get("type")
         if kind == "websocket.send" and self.state in (self.STATE_CLOSING, self.STATE_CLOSED):
             return  # the client left while a broadcast was on its way: nothing to tell anyone
+        if kind == "websocket.send" and self._over_limit(message):
+            return
         if kind == "websocket.close" and self.state == self.STATE_OPEN:
             self.sendClose(code=message.get("code") or 1000, reason=message.get("reason") or None)
             return
@@ -265,4 +288,6 @@ def build_server(application: Any, host: str, port: int, *, ready_callable: Call
         signal_handlers=signal_handlers,
         ready_callable=ready_callable,
         verbosity=verbosity,
+        websocket_max_message_size=int(settings.WS_MAX_FRAME_BYTES),
+        websocket_max_frame_size=int(settings.WS_MAX_FRAME_BYTES),
     )

@@ -1,6 +1,7 @@
 """The history writer: one thread that does the engine's database writes off the proving path.
 
-GPU workers and finalizers never wait for the database; they hand a small closure here. One
+GPU workers and finalizers never wait for the database; they hand a small closure here (and the
+heartbeat its hourly prune, in batches: the heartbeat's own thread renews leases). One
 writer keeps SQLite from seeing several writers at once and keeps the writes in order, so a
 job's PartitionRun rows are stored before the job is marked done.
 """
@@ -49,6 +50,16 @@ class HistoryWriter:
     def submit(self, op: Callable[[], None]) -> None:
         """Run `op` in the writer thread, after everything submitted before it."""
         self._queue.put(op)
+
+    def submit_steps(self, step: Callable[[], bool]) -> None:
+        """Run `step` in the writer thread until it returns False, one call at a time, each queued
+        behind what was submitted meanwhile: housekeeping (the hourly prune) in short transactions
+        that never hold results back for long, off the heartbeat that renews leases."""
+        def run_step() -> None:
+            if step():
+                self._queue.put(run_step)
+
+        self._queue.put(run_step)
 
     def record_partition(self, **fields: Any) -> None:
         """Queue one PartitionRun row (batched with its neighbours into one INSERT)."""
