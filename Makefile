@@ -1,4 +1,5 @@
 # Two entry points, both self-contained on a fresh machine: `make run`, `make test`.
+# Between two edits, `make check`: the quick tier (see below and the README).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -6,7 +7,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test venv testenv browser sshd nodetools clean gpucheck gpu-wheelhouse
+.PHONY: run test check types venv testenv browser sshd nodetools clean gpucheck gpu-wheelhouse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +62,19 @@ gpu-wheelhouse: testenv
 
 gpucheck:
 	$(PYTHON) -m gpu_engine.gpucheck check --wheelhouse wheelhouse $(GPUCHECK_ARGS)
+
+# The quick tier, under 5 minutes: lint, types, and the tests that need no browser, no network
+# namespaces, no chaos and no long server runs (markers in pyproject.toml). `make test` stays the
+# whole suite (CI runs it).
+QUICK := not browser and not netns and not chaos and not slow
+check: testenv
+	$(PY) -m ruff check .
+	@$(MAKE) --no-print-directory types
+	$(PY) -m pytest -q -m "$(QUICK)" $(PYTEST_ARGS)
+
+# Static types: the hook `check` calls; it runs mypy once pyproject.toml configures it.
+types: testenv
+	@if grep -q '^\[tool.mypy\]' pyproject.toml; then $(PY) -m mypy; else echo "types: mypy not configured yet"; fi
 
 clean:
 	rm -rf $(VENV) data test-artifacts node_modules .cache/circom-fixtures

@@ -76,7 +76,7 @@ class SnapshotCollector:
         yield from self._durations()
         yield from self._cost(snaps)
 
-    def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:  # noqa: C901 - one pass over each snapshot fills every live family
         now = self.clock()
         up = GaugeMetricFamily(P + "engine_up", "1 for every engine whose snapshot is live", labels=["engine"])
         hb = GaugeMetricFamily(P + "publisher_heartbeat_age_seconds",

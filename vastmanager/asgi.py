@@ -11,7 +11,7 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402 - the settings module must be chosen first
+from django.core.asgi import get_asgi_application  # the settings module must be chosen first
 
 django_asgi_app = get_asgi_application()
 

@@ -172,6 +172,15 @@ MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", 1 << 20)
 # dropped, as is one written to past this many bytes while its window is closed.
 WS_SLOW_CLIENT_SECS = env_float("WS_SLOW_CLIENT_SECS", 30.0)
 WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
+# The largest WebSocket message the server sends (and accepts: autobahn has one limit for both ways).
+# Every frame is built to fit: a snapshot that does not is sent summarised, or as a small "too large
+# to show" section (statuspanel/stream/frames.py), never closing the stream.
+WS_MAX_FRAME_BYTES = env_int("WS_MAX_FRAME_BYTES", 1 << 20)
+# What the panel draws of a huge engine (statuspanel/render/summary.py); the rest is counted, and the
+# whole data is in /api/fleet, /api/status and /api/jobs/<id>.
+PANEL_MAX_WORKER_CARDS = env_int("PANEL_MAX_WORKER_CARDS", 64)
+PANEL_MAX_PIPELINES = env_int("PANEL_MAX_PIPELINES", 16)
+PANEL_MAX_PARTITION_CELLS = env_int("PANEL_MAX_PARTITION_CELLS", 128)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 

@@ -323,8 +323,8 @@ def _raw_reader(inst: _Instance):
         from wasmtime import _ffi as ffi
 
         func = inst.fn["getWitness"]
-        ctx = inst.store._context()
-        fn_ref = ctypes.byref(func._func)
+        ctx = inst.store._context()  # noqa: SLF001 - wasmtime's unchecked call path (see the docstring)
+        fn_ref = ctypes.byref(func._func)  # noqa: SLF001 - wasmtime's unchecked call path (see the docstring)
         call = ffi.wasmtime_func_call_unchecked
         args = (ffi.wasmtime_val_raw_t * 1)()
         trap = ctypes.POINTER(ffi.wasm_trap_t)()

@@ -67,7 +67,7 @@ class DemoFeeder:
             while not self._stop.is_set():
                 try:
                     self.top_up()
-                except Exception:  # noqa: BLE001 - the demo must not take the engine down
+                except Exception:  # the demo must not take the engine down
                     log.exception("demo feeder could not submit")
                     connection.close()
                 self._stop.wait(self.interval)

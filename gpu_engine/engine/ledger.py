@@ -122,7 +122,7 @@ class Ledger:
         for job in held:
             try:
                 queue.return_job(job.pk, self.config.engine_id)
-            except Exception:  # noqa: BLE001 - the lease expires and the job is requeued anyway
+            except Exception:  # the lease expires and the job is requeued anyway
                 log.exception("job %s: could not return it to the queue", job.job_id)
             self._finished(job, False, job.stop[1])
 
@@ -152,7 +152,7 @@ class Ledger:
             if not ok:
                 error = "result discarded: the job was cancelled or re-claimed meanwhile"
                 log.warning("job %s: %s", job.job_id, error)
-        except Exception as exc:  # noqa: BLE001 - a job that cannot be stored fails; the engine goes on
+        except Exception as exc:  # a job that cannot be stored fails; the engine goes on
             error = f"assembly: {type(exc).__name__}: {exc}"
             log.exception("job %s: could not store its bundle", job.job_id)
             queue.fail_job(job.pk, self.config.engine_id, error, job.timings())
@@ -183,5 +183,5 @@ class Ledger:
         for listener in self.listeners:
             try:
                 listener(event)
-            except Exception:  # noqa: BLE001 - a listener's bug must not stop the engine
+            except Exception:  # a listener's bug must not stop the engine
                 log.exception("job listener failed")

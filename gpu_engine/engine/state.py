@@ -155,7 +155,7 @@ def guarded(run: RunState, name: str, target: Callable[[], None]) -> Callable[[]
     def body() -> None:
         try:
             target()
-        except BaseException as exc:  # noqa: BLE001 - whatever ends the thread must end the engine
+        except BaseException as exc:  # whatever ends the thread must end the engine
             log.critical("engine thread %s crashed", name, exc_info=True)
             run.crash(name, exc)
 

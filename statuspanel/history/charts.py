@@ -3,7 +3,9 @@
 Each function is one indexed range query (`proofjob_engine_finished`, `partitionrun_engine_ended`,
 `telemetryminute_unique`) over the window, reduced here to the few numbers a chart shows, laid
 out in SVG user units (a 600 x 100 plot; templates/statuspanel/activity/ draw it). Their cost
-grows with the rows inside the window, never with the size of the tables.
+grows with the rows inside the window, never with the size of the tables; and the reduction runs in
+the database (GROUP BY per minute and kind; latency from a logarithmic histogram once a window holds
+more than EXACT_LATENCY_ROWS runs, history/buckets.py), so no chart reads its rows into Python.
 """
 from __future__ import annotations
 
@@ -13,14 +15,22 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
+from django.db import connection
+
 from gpu_engine.formatting import duration, human_bytes
 from gpu_engine.kinds import PROOF_KINDS, kind_label
 from gpu_engine.models import JobStatus, PartitionRun, PartitionState, ProofJob, TelemetryMinute
+from statuspanel.history import buckets
 
 PLOT_W, PLOT_H = 600.0, 100.0
 RANGES = {"1h": 3600.0, "24h": 86400.0}
 # One colour class per kind (panel.css .k-<n>), in the kinds' order; unknown kinds get the last.
 KIND_ORDER = list(PROOF_KINDS)
+# Up to this many rows a latency table is computed from the rows themselves (exact); above, from a
+# histogram grouped in the database (each percentile within 1% of exact).
+EXACT_LATENCY_ROWS = 5000
+# Grouped by an expression, not the column: an index led by the kind must not win over the window's.
+KIND_EXPRESSION = "(proof_kind || '')"
 
 
 def _dt(ts: float) -> datetime:
@@ -40,13 +50,16 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
     now = time.time() if now is None else now
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
-    rows = (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=_dt(start), status=JobStatus.DONE)
-            .order_by().values_list("finished_at", "proof_kind"))
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for finished, kind in rows.iterator():
-        bucket = int((finished.timestamp() - start) // 60)
-        if 0 <= bucket < minutes:
-            counts[bucket][kind] += 1
+    finished = buckets.epoch("finished_at")
+    with connection.cursor() as cursor:  # one count per minute and kind, grouped in the database
+        cursor.execute(f"SELECT FLOOR(({finished} - %s) / 60), proof_kind, COUNT(*) "
+                       f"FROM {connection.ops.quote_name(ProofJob._meta.db_table)} "
+                       "WHERE claimed_by = %s AND finished_at >= %s AND status = %s GROUP BY 1, 2",
+                       [start, engine_id, _dt(start), JobStatus.DONE])
+        for bucket, kind, n in cursor.fetchall():
+            if bucket is not None and 0 <= int(bucket) < minutes:
+                counts[int(bucket)][kind] += int(n)
     return stacked_bars(counts, start, end, minutes)
 
 
@@ -81,12 +94,17 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
     return sorted_values[rank - 1]
 
 
-def _rows(values: dict[str, list[float]]) -> list[dict[str, Any]]:
+def _rows(values: dict[str, list[float]], hist: buckets.Histogram | None = None) -> list[dict[str, Any]]:
+    """Latency rows by kind from exact `values`, or from a histogram `hist` of (value, count)."""
     out = []
-    for kind in sorted(values, key=lambda k: (kind_class(k), k)):
-        vals = sorted(values[kind])
-        p50, p95 = _percentile(vals, 0.50), _percentile(vals, 0.95)
-        out.append({"kind": kind, "label": kind_label(kind), "cls": kind_class(kind), "n": len(vals),
+    for kind in sorted(hist if hist is not None else values, key=lambda k: (kind_class(k), k)):
+        if hist is not None:
+            p50, p95 = buckets.histogram_percentile(hist[kind], 0.50), buckets.histogram_percentile(hist[kind], 0.95)
+            n = sum(c for _, c in hist[kind])
+        else:
+            vals = sorted(values[kind])
+            p50, p95, n = _percentile(vals, 0.50), _percentile(vals, 0.95), len(vals)
+        out.append({"kind": kind, "label": kind_label(kind), "cls": kind_class(kind), "n": n,
                     "p50": p50, "p95": p95, "p50_text": duration(p50), "p95_text": duration(p95)})
     peak = max([r["p95"] for r in out] + [1e-9])
     for r in out:
@@ -100,17 +118,40 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
     (claim to stored bundle), over proven partitions and done jobs of the last `window_secs`."""
     now = time.time() if now is None else now
     since = _dt(now - window_secs)
+    runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE).order_by()
+    jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE).order_by()
+    if runs.count() > EXACT_LATENCY_ROWS:
+        return _latency_histograms(engine_id, since, window_secs)
+    return _latency_exact(runs, jobs_qs, window_secs)
+
+
+def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:
+    """Many runs in the window: percentiles from histograms grouped in the database."""
+    part_table = connection.ops.quote_name(PartitionRun._meta.db_table)
+    s0, end = buckets.epoch("synth_started_at"), buckets.epoch("ended_at")
+    # A row from before the phase spans were stored counts its phases' sum.
+    phases = "(COALESCE(synth_ms, 0) + COALESCE(gpu_ms, 0) + COALESCE(finalize_ms, 0)) / 1000.0"
+    value = f"(CASE WHEN synth_started_at IS NOT NULL THEN {end} - {s0} ELSE {phases} END)"
+    parts = buckets.log_histogram(f"FROM {part_table} WHERE engine_id = %s AND ended_at >= %s AND state = %s",
+                                  [engine_id, since, PartitionState.DONE], KIND_EXPRESSION, value)
+    job_table = connection.ops.quote_name(ProofJob._meta.db_table)
+    jobs = buckets.log_histogram(
+        f"FROM {job_table} WHERE claimed_by = %s AND finished_at >= %s AND status = %s AND started_at IS NOT NULL",
+        [engine_id, since, JobStatus.DONE], KIND_EXPRESSION,
+        f"({buckets.epoch('finished_at')} - {buckets.epoch('started_at')})")
+    return {"partitions": _rows({}, parts), "jobs": _rows({}, jobs), "window_secs": window_secs}
+
+
+def _latency_exact(runs: Any, jobs_qs: Any, window_secs: float) -> dict[str, Any]:
     parts: dict[str, list[float]] = defaultdict(list)
-    runs = (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
-            .order_by().values_list("proof_kind", "synth_started_at", "ended_at", "synth_ms", "gpu_ms", "finalize_ms"))
+    runs = runs.values_list("proof_kind", "synth_started_at", "ended_at", "synth_ms", "gpu_ms", "finalize_ms")
     for kind, s0, end, synth_ms, gpu_ms, fin_ms in runs.iterator():
         if s0 is not None and end is not None:
             parts[kind].append((end - s0).total_seconds())
         else:  # a row from before the phase spans were stored: the phases' sum
             parts[kind].append(sum(v or 0.0 for v in (synth_ms, gpu_ms, fin_ms)) / 1000)
     jobs: dict[str, list[float]] = defaultdict(list)
-    rows = (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
-            .order_by().values_list("proof_kind", "started_at", "finished_at"))
+    rows = jobs_qs.values_list("proof_kind", "started_at", "finished_at")
     for kind, started, finished in rows.iterator():
         if started is not None:
             jobs[kind].append((finished - started).total_seconds())

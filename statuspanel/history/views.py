@@ -1,16 +1,22 @@
 """The history views: each engine's timeline and charts, compact on the panel and whole on its own page.
 
 Same auth as the panel (a logged-in session). The panel's compact region is refetched by panel.js
-when a live frame of that engine arrives (at most every ACTIVITY_REFRESH_SECS), so the timeline
-follows the stream while every bar still comes from the stored runs plus the latest snapshot.
+when a live frame of that engine arrives (never while its previous fetch is on its way, and backing
+off by that fetch's time), so the timeline follows the stream while every bar still comes from the
+stored runs plus the latest snapshot. Every open panel asks for the same region: it is built at most
+once per ACTIVITY_CACHE_SECS per (engine, window) and shared through Django's cache.
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from gpu_engine import wire
@@ -23,6 +29,10 @@ from statuspanel.render.engine import engine_id_of
 from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
 ACTIVITY_REFRESH_SECS = 2.0
+ACTIVITY_CACHE_SECS = 1  # whole seconds: Django's Redis cache keeps no shorter timeout
+# A region slower to build is kept longer: this many times its build time (never rebuilt faster than
+# it can be built, however many panels ask).
+ACTIVITY_CACHE_BUILDS = 2
 
 
 def engine_snapshot(engine_id: str) -> dict[str, Any] | None:
@@ -64,8 +74,15 @@ def activity_partial(request: HttpRequest, engine_id: str) -> HttpResponse:
     window = _choice(request, "window", WINDOWS, DEFAULT_WINDOW)
     if window is None:
         return HttpResponseBadRequest(f"window must be one of {', '.join(WINDOWS)}", content_type="text/plain")
-    return render(request, "statuspanel/activity/_activity.html",
-                  {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
+    key = f"vastmanager:activity:{engine_id}:{window}"
+    html = cache.get(key)
+    if html is None:
+        began = time.monotonic()
+        html = render_to_string("statuspanel/activity/_activity.html",
+                                {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
+        built = time.monotonic() - began
+        cache.set(key, html, max(ACTIVITY_CACHE_SECS, math.ceil(ACTIVITY_CACHE_BUILDS * built)))
+    return HttpResponse(html)
 
 
 @require_GET

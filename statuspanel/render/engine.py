@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
 from statuspanel.render import fleet as fleet_render
+from statuspanel.render import summary
 from statuspanel.render.cache import LRU
 from statuspanel.render.numbers import num
 from statuspanel.fleet.cuzk_grpc.render import grpc_context
@@ -58,6 +59,15 @@ def render_engine(snap: dict[str, Any]) -> str:
     return render_engine_with_tally(snap)[0]
 
 
+def render_too_large(snap: dict[str, Any], tally: dict[str, Any], size: int, limit: int) -> str:
+    """The small section of an engine whose frame would not fit even summarised: its header, the
+    tally of the whole snapshot (the fleet summary still counts it), and where the data is."""
+    ctx = engine_context(snap)
+    ctx["too_large"] = {"bytes": size, "limit": limit}
+    ctx["tally"], ctx["tally_json"] = tally, fleet_render.tally_json(tally)
+    return render_to_string(ENGINE_TEMPLATE, {"e": ctx})
+
+
 # -- context ------------------------------------------------------------------------------------
 def memory_context(mem: Any) -> dict[str, Any] | None:
     if not isinstance(mem, dict):
@@ -93,13 +103,6 @@ def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, 
     }
 
 
-def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None, int]:
-    """Sum of a phase's durations and how many of them are still open (the rate it grows at)."""
-    values = [p[field] for p in parts if p[field] is not None]
-    open_count = sum(1 for p in parts if p["open_field"] == field)
-    return (sum(values) if values else None), open_count
-
-
 def _elapsed(pipe: dict[str, Any]) -> float | None:
     """Time since the job started, or its run time once finished (then it no longer grows)."""
     started, finished = num(pipe.get("started_secs_ago")), num(pipe.get("finished_secs_ago"))
@@ -108,17 +111,36 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset()) -> dict[str, Any]:
-    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
+def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Partitions per state and each phase's total and open count, over every partition of a job in
+    one cheap pass (cells are built only for the partitions shown)."""
+    states: dict[str, int] = {}
+    sums = {field: [None, 0] for field in _OPEN_PHASE_FIELD.values()}
+    for part in raw:
+        state = str(part.get("state") or PENDING)
+        states[state] = states.get(state, 0) + 1
+        open_field = _OPEN_PHASE_FIELD.get(state)
+        for field, acc in sums.items():
+            value = num(part.get(field))
+            if value is not None:
+                acc[0] = value if acc[0] is None else acc[0] + value
+            if open_field == field:
+                acc[1] += 1
+    return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()]
+
+
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(),
+                     snap: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about.
+    At most PANEL_MAX_PARTITION_CELLS cells are built; counts and totals cover every partition."""
     job_id = str(pipe.get("job_id") or "")
+    raw, kept = summary.shown_partitions(pipe)
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
-             for p in pipe.get("partitions") or [] if isinstance(p, dict)]
+             for p in kept]
     kind = str(pipe.get("proof_kind") or "")
-    failed = sum(1 for p in parts if p["state"] == FAILED)
-    totals = []
-    for field in _OPEN_PHASE_FIELD.values():
-        total, rate = _phase_total(parts, field)
-        totals.append({"field": field, "ms": total, "rate": rate})
+    states, totals = _phase_counts(raw)
+    failed = states.get(FAILED, 0)
+    hidden = summary.hidden_counts(raw, kept, "state")
     return {
         "job_id": job_id,
         "proof_kind": kind,
@@ -126,9 +148,12 @@ def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(
         "status": pipe.get("status") or (FAILED if failed else RUNNING),
         "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
-        "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == DONE),
+        "partitions_done": pipe.get("partitions_done") or states.get(DONE, 0),
         "partitions_failed": failed,
         "partitions": parts,
+        "partitions_hidden": hidden,
+        "partition_states": states,
+        "api_url": summary.job_api_url(snap or {}, job_id) if hidden["count"] else "",
         "phase_totals": totals,
     }
 
@@ -183,8 +208,22 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
     consistency = fleet_render.consistency_context(snap)
-    pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
+    # Huge engines are summarised (render/summary.py): bounded cards and cells, the rest counted.
+    all_pipes, kept_pipes = summary.shown_pipelines(snap)
+    pipes = [pipeline_context(p, consistency["cells"], snap) for p in kept_pipes]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
+    all_workers, kept_workers = summary.shown_workers(snap)
+    # Every job's partitions by state, for the tally: the hidden jobs' too.
+    phase_counts: dict[str, int] = {}
+    for pipe in pipes:
+        for state, n in pipe["partition_states"].items():
+            phase_counts[state] = phase_counts.get(state, 0) + n
+    kept_ids = {id(p) for p in kept_pipes}
+    for pipe in all_pipes:
+        if id(pipe) not in kept_ids:
+            for part in summary.dicts(pipe.get("partitions")):
+                state = str(part.get("state") or PENDING)
+                phase_counts[state] = phase_counts.get(state, 0) + 1
     synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
     heartbeat = num(snap.get("heartbeat_secs"))
     published = num(snap.get("published_at"))
@@ -206,8 +245,16 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
         "memory": memory_context(snap.get("memory")),
         "synthesis": {"active": synth.get("active") or 0, "max": synth.get("max_concurrent") or 0},
         "counters": counters,
-        "workers": [worker_context(w, kinds_by_job) for w in snap.get("gpu_workers") or [] if isinstance(w, dict)],
+        "workers": [worker_context(w, kinds_by_job) for w in kept_workers],
+        "workers_hidden": summary.hidden_counts(all_workers, kept_workers, "state"),
+        # (state, GPU) of every worker, shown or not: the fleet summary counts them all.
+        "worker_states": [(str(w.get("state") or IDLE), w.get("gpu_ordinal")) for w in all_workers],
         "pipelines": pipes,
+        "pipelines_hidden": summary.hidden_counts(all_pipes, kept_pipes, "status"),
+        "jobs_total": len(all_pipes),
+        "phase_counts": phase_counts,
+        "api_url": summary.api_url(snap),
+        "too_large": None,
         "gpus": [gpu_context(g) for g in snap.get("gpus") or [] if isinstance(g, dict)],
         "source": source,
         # Durations tick between frames only while the data is current: a source that stopped

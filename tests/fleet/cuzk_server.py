@@ -190,7 +190,7 @@ class CuzkServer:
             return 403, "application/json", b'{"error": "forbidden"}'
         return 401, "application/json", b'{"error": "unauthorized"}'
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 - one request handler for every mode the fake server plays
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -199,7 +199,7 @@ class CuzkServer:
             def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read their own output
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+            def do_GET(self) -> None:  # the name http.server dispatches to
                 with server._count_lock:
                     server.requests += 1
                     server.in_flight += 1
@@ -307,12 +307,12 @@ def main(argv: list[str] | None = None) -> int:
                         step_secs=args.step_secs, freeze_step=args.freeze_step)
     print(f"listening on {server.url}", flush=True)
     try:
-        server._httpd.serve_forever(poll_interval=0.1)
+        server._httpd.serve_forever(poll_interval=0.1)  # noqa: SLF001 - this module's command line serves in the foreground
     except KeyboardInterrupt:
         pass
     finally:
-        server._stopping.set()
-        server._httpd.server_close()
+        server._stopping.set()  # noqa: SLF001 - this module's command line serves in the foreground
+        server._httpd.server_close()  # noqa: SLF001 - this module's command line serves in the foreground
     return 0
 
 
