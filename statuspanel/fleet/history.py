@@ -343,7 +343,7 @@ def _known_kinds() -> frozenset[str]:
 
     try:
         return frozenset(valid_kinds(circuits=True))
-    except Exception:  # the circuit table unreadable: the built-in kinds still name themselves
+    except Exception:  # noqa: BLE001 - the circuit table unreadable: the built-in kinds still name themselves
         return frozenset(valid_kinds())
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from gpu_engine.formatting import duration, worker_label
 from statuspanel.history import charts
+from statuspanel.history.charts import _polyline as polyline
+from statuspanel.history.charts import _rows as latency_rows
 from statuspanel.history.timeline import WINDOWS, Bar, Lane, Timeline, _place, _ticks
 
 OBSERVED = "observed"
@@ -100,7 +102,7 @@ def fleet_latency(engine_id: str, window_secs: float, now: float | None = None) 
         if lane == "" and minute.timestamp() >= now - window_secs - 60:
             for kind, synth_ms, gpu_ms, _ in partitions or []:
                 parts[kind].append(((synth_ms or 0) + (gpu_ms or 0)) / 1000)
-    return {"partitions": charts._rows(parts), "jobs": [], "window_secs": window_secs, "observed": True}
+    return {"partitions": latency_rows(parts), "jobs": [], "window_secs": window_secs, "observed": True}
 
 
 def fleet_telemetry(engine_id: str, window_secs: float, now: float | None = None) -> dict[str, Any]:
@@ -112,7 +114,7 @@ def fleet_telemetry(engine_id: str, window_secs: float, now: float | None = None
                                                        "busy_secs"):
         if lane.startswith("gpu") and observed > 0:
             gpus[ordinal or 0].append((minute.timestamp() + 30, 100.0 * busy / observed))
-    return {"gpus": [{"ordinal": o, "util": charts._polyline(sorted(p), start, window_secs, 100.0), "mem": "",
+    return {"gpus": [{"ordinal": o, "util": polyline(sorted(p), start, window_secs, 100.0), "mem": "",
                       "last_util": sorted(p)[-1][1] if p else None, "mem_total": ""}
                      for o, p in sorted(gpus.items())],
             "queue": {"line": "", "peak": 0, "last": None, "points": 0}, "window_secs": window_secs,
