@@ -78,9 +78,18 @@ class _Track:
     minutes: dict[float, MinuteRows] = field(default_factory=dict)
 
 
+UNKNOWN_KIND = "other"     # proofs counted by a daemon that does not say their kind (gRPC without GetMetrics)
+_TOTALS = {"completed_by_kind": "total_completed", "failed_by_kind": "total_failed"}
+
+
 def _counts(counters: dict[str, Any], key: str) -> dict[str, int]:
+    """A by-kind count map; the daemon's total under UNKNOWN_KIND where it gives no kinds at all."""
     raw = counters.get(key)
-    return {str(k): int(v) for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
+    out = {str(k): int(v) for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
+    total = counters.get(_TOTALS[key])
+    if not out and isinstance(total, int) and not isinstance(total, bool) and total > 0:
+        out = {UNKNOWN_KIND: total}
+    return out
 
 
 def counter_deltas(before: dict[str, Any] | None, after: dict[str, Any], uptime_before: float | None,

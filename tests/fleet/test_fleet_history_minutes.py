@@ -24,6 +24,12 @@ def test_a_daemon_restart_counts_what_it_did_since_and_never_a_negative_delta() 
     assert counter_deltas(None, after, None, 4.0) == ({}, {}, False)  # the first poll is a baseline
 
 
+def test_a_daemon_that_gives_no_kinds_has_its_totals_counted_as_other() -> None:
+    before = {"total_completed": 7, "total_failed": 1, "completed_by_kind": {}, "failed_by_kind": {}}
+    after = {"total_completed": 10, "total_failed": 1, "completed_by_kind": {}, "failed_by_kind": {}}
+    assert counter_deltas(before, after, 50.0, 60.0) == ({"other": 3}, {}, False)
+
+
 def test_polls_split_at_minute_boundaries_and_a_long_silence_is_not_observed() -> None:
     written = []
     clock = [600.0]
