@@ -127,29 +127,28 @@ def fleet_usage(source_name: str, since: float) -> Usage:
 
 
 def local_usage(engine_id: str, since: float, now: float) -> Usage:
-    """A local engine's usage from its own history: minutes its heartbeat rolled up, GPU spans of its
-    partition runs (the union per worker), done jobs by kind."""
+    """A local engine's usage from its own history, summed in the database: the minutes its heartbeat
+    rolled up (watched time), its GPUs (telemetry rows, else the workers its runs name), the GPU time
+    of its partition runs (a worker proves one partition at a time: their sum is its busy time) and
+    its done jobs by kind."""
+    from django.db.models import Count, Sum
+
     from gpu_engine.models import JobStatus, PartitionRun, ProofJob, TelemetryMinute
-    from statuspanel.history.timeline import _covered, stored_bars
 
     usage = Usage()
     start = datetime.fromtimestamp(since, timezone.utc)
-    minutes = TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=start,
-                                             gpu_ordinal=TelemetryMinute.ENGINE_ROW).count()
-    usage.watched_secs = min(minutes * 60.0, now - since)
-    bars = [b for b in stored_bars(engine_id, since) if b.phase == "gpu"]
-    workers = {b.worker for b in bars}
-    gpus = max(len(workers), TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=start)
-               .exclude(gpu_ordinal=TelemetryMinute.ENGINE_ROW).values("gpu_ordinal").distinct().count(), 1)
+    minutes = TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=start)
+    usage.watched_secs = min(minutes.filter(gpu_ordinal=TelemetryMinute.ENGINE_ROW).count() * 60.0, now - since)
+    runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=start, gpu_ms__isnull=False).order_by()
+    gpus = max(minutes.exclude(gpu_ordinal=TelemetryMinute.ENGINE_ROW).values("gpu_ordinal").distinct().count(),
+               runs.exclude(worker_id="").values("worker_id").distinct().count(), 1)
     usage.gpu_secs = usage.watched_secs * gpus
-    usage.busy_gpu_secs = min(usage.gpu_secs, sum(e - s for w in workers for s, e in
-                                                  _covered([b for b in bars if b.worker == w], since, now)))
-    for kind, gpu_ms in (PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=start).order_by()
-                         .values_list("proof_kind", "gpu_ms")):
+    for kind, gpu_ms in runs.values("proof_kind").annotate(ms=Sum("gpu_ms")).values_list("proof_kind", "ms"):
         usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000
-    for kind in (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=start, status=JobStatus.DONE)
-                 .order_by().values_list("proof_kind", flat=True)):
-        usage.proofs[kind] += 1
+    usage.busy_gpu_secs = min(usage.gpu_secs, sum(usage.kind_gpu_secs.values()))
+    done = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=start, status=JobStatus.DONE).order_by()
+    for kind, n in done.values("proof_kind").annotate(n=Count("id")).values_list("proof_kind", "n"):
+        usage.proofs[kind] += n
     return usage
 
 
