@@ -64,7 +64,7 @@ def test_the_history_page_of_a_source_renders(observed, client, django_user_mode
     page = client.get(f"/history/{NAME}?range=1h")
     assert page.status_code == 200
     html = page.content.decode()
-    assert "observed at poll resolution" in html
+    assert "observed at poll resolution" in html and "busy share (observed)" in html
     assert 'data-chart="throughput" data-total="60"' in html
     assert 'data-cost="box"' in html and "no price (busy share only)" in html
     assert 'data-window="1h" data-busy="0.500000"' in html
