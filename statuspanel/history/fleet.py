@@ -62,7 +62,7 @@ def build_fleet_timeline(engine_id: str, window: str, now: float | None = None) 
         worker = lane_key[1:]
         lane = lanes.get(lane_key)
         if lane is None:
-            label = f"{worker_label(worker)}" + (f" · GPU {ordinal}" if ordinal is not None else "") + " · observed"
+            label = f"{worker_label(worker)}" + (f" · GPU {ordinal}" if ordinal is not None else "")
             lane = lanes[lane_key] = Lane(key=worker, label=label, kind="worker", gpu_ordinal=ordinal)
         m0 = minute.timestamp()
         for s, e in spans or []:
