@@ -13,6 +13,8 @@ read-only status token where one is configured, a logged-in session, or none wit
 """
 from __future__ import annotations
 
+from django.db import DatabaseError
+
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -51,7 +53,7 @@ def fold(value: Any, known: frozenset[str] | set[str]) -> str:
 def _known_kinds() -> frozenset[str]:
     try:
         return frozenset(valid_kinds(circuits=True))
-    except Exception:  # the circuit table unreadable: the built-in kinds still name themselves
+    except DatabaseError:  # the circuit table unreadable: the built-in kinds still name themselves
         return frozenset(valid_kinds())
 
 

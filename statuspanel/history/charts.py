@@ -54,7 +54,7 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
     finished = buckets.epoch("finished_at")
     with connection.cursor() as cursor:  # one count per minute and kind, grouped in the database
         cursor.execute(f"SELECT FLOOR(({finished} - %s) / 60), proof_kind, COUNT(*) "
-                       f"FROM {connection.ops.quote_name(ProofJob._meta.db_table)} "
+                       f"FROM {buckets.table(ProofJob)} "
                        "WHERE claimed_by = %s AND finished_at >= %s AND status = %s GROUP BY 1, 2",
                        [start, engine_id, _dt(start), JobStatus.DONE])
         for bucket, kind, n in cursor.fetchall():
@@ -122,14 +122,14 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
 
 def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:
     """Many runs in the window: percentiles from histograms grouped in the database."""
-    part_table = connection.ops.quote_name(PartitionRun._meta.db_table)
+    part_table = buckets.table(PartitionRun)
     s0, end = buckets.epoch("synth_started_at"), buckets.epoch("ended_at")
     # A row from before the phase spans were stored counts its phases' sum.
     phases = "(COALESCE(synth_ms, 0) + COALESCE(gpu_ms, 0) + COALESCE(finalize_ms, 0)) / 1000.0"
     value = f"(CASE WHEN synth_started_at IS NOT NULL THEN {end} - {s0} ELSE {phases} END)"
     parts = buckets.log_histogram(f"FROM {part_table} WHERE engine_id = %s AND ended_at >= %s AND state = %s",
                                   [engine_id, since, PartitionState.DONE], KIND_EXPRESSION, value)
-    job_table = connection.ops.quote_name(ProofJob._meta.db_table)
+    job_table = buckets.table(ProofJob)
     jobs = buckets.log_histogram(
         f"FROM {job_table} WHERE claimed_by = %s AND finished_at >= %s AND status = %s AND started_at IS NOT NULL",
         [engine_id, since, JobStatus.DONE], KIND_EXPRESSION,
