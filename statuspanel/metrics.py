@@ -24,6 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from gpu_engine import tallies
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.vocabulary import PHASES, SOURCE_ONLINE, WORKER_STATES
+from statuspanel.alerts.metrics import alert_metrics
 from statuspanel.auth import _unauthorized, bearer_token, can_read_status
 from statuspanel.live import current_snapshots
 from statuspanel.rendering import engine_id_of
@@ -51,6 +52,7 @@ class SnapshotCollector:
         yield from self._live(snaps)
         yield from self._outcomes()
         yield from self._durations()
+        yield from alert_metrics()
 
     def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
         now = self.clock()

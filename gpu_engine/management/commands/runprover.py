@@ -171,6 +171,9 @@ class Command(BaseCommand):
                 from statuspanel.fleet.serving import stop_collector
 
                 stop_collector()
+                from statuspanel.alerts.serving import stop_evaluator
+
+                stop_evaluator()
             runtime.set_local_tracker(None)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -211,6 +214,9 @@ class Command(BaseCommand):
                 from statuspanel.fleet.serving import start_collector
 
                 start_collector(loop)
+            from statuspanel.alerts.serving import start_evaluator
+
+            start_evaluator()
 
         # The application serves the panel's static files itself.
         return build_server(build_application(), host, port, ready_callable=ready)

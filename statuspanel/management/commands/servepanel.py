@@ -47,6 +47,12 @@ class Command(BaseCommand):
 
     def server_ready(self) -> None:
         """Called on the server's loop once it listens."""
+        from statuspanel.alerts.serving import start_evaluator
+
+        start_evaluator()
 
     def after_serving(self) -> None:
         """Called when the server has stopped, however it stopped."""
+        from statuspanel.alerts.serving import stop_evaluator
+
+        stop_evaluator()

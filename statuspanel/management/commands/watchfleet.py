@@ -33,9 +33,11 @@ class Command(ServePanel):
         from statuspanel.fleet.serving import start_collector
 
         start_collector(asyncio.get_event_loop())
+        super().server_ready()
 
     def after_serving(self) -> None:
         from statuspanel.fleet.serving import stop_collector
 
         stop_collector()
+        super().after_serving()
         self.stdout.write("stopped")
