@@ -68,6 +68,9 @@ class Dispatcher:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
+        # A send in progress ends its attempt (bounded by the delivery timeout) and is not retried now;
+        # waiting a little lets it record that attempt. One still unfinished is resumed by a successor.
+        concurrent.futures.wait(list(self._inflight.values()), timeout=min(timeout, 3.0))
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def wake(self) -> None:

@@ -62,6 +62,7 @@ class WebhookReceiver:
                     attempt = receiver.attempts
                 if receiver.mode == "hang":
                     receiver._release.wait(120)
+                    self.close_connection = True  # released: drop the connection unanswered
                     return
                 failing = receiver.mode == "fail" or (receiver.mode == "fail-then-ok" and attempt <= receiver.failures)
                 if failing:
