@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,7 +112,10 @@ class SmtpReceiver:
                 receiver.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
                 return "250 Message accepted for delivery"
 
-        self._controller = Controller(Handler(), hostname="127.0.0.1", port=0)
+        with socket.socket() as probe:  # aiosmtpd checks readiness by connecting: it needs a real port
+            probe.bind(("127.0.0.1", 0))
+            self._port = probe.getsockname()[1]
+        self._controller = Controller(Handler(), hostname="127.0.0.1", port=self._port)
 
     def __enter__(self) -> SmtpReceiver:
         self._controller.start()
@@ -122,4 +126,4 @@ class SmtpReceiver:
 
     @property
     def port(self) -> int:
-        return self._controller.server.sockets[0].getsockname()[1]
+        return self._port
