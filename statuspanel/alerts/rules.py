@@ -104,8 +104,9 @@ def gpu_idle_while_queued(snaps: list[dict[str, Any]], facts: Facts, setting: Se
             continue
         if is_fleet(snap):
             counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
-            depth = int(_num(counters.get("queue_depth")) or 0)
-            depth += sum(1 for p in _list(snap, "pipelines") if p.get("status") == "queued")
+            # The daemon's queue depth, or its pipelines still queued (they may be counted in it: the larger).
+            depth = max(int(_num(counters.get("queue_depth")) or 0),
+                        sum(1 for p in _list(snap, "pipelines") if p.get("status") == "queued"))
             what = f"{depth} jobs wait"
         else:
             depth = sum(facts.queued_by_kind.values())
