@@ -33,9 +33,13 @@ def check_threshold(rule: str, value: float | None) -> str | None:
     if spec.threshold_max == spec.threshold_min == 0:
         return f"{rule} has no threshold (set its `for` duration instead)"
     if not math.isfinite(value) or not spec.threshold_min <= value <= spec.threshold_max:
-        return (f"threshold of {rule} must be from {spec.threshold_min:g} to {spec.threshold_max:g} "
+        return (f"threshold of {rule} must be from {_n(spec.threshold_min)} to {_n(spec.threshold_max)} "
                 f"({spec.unit}), got {value!r}")
     return None
+
+
+def _n(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def check_for_secs(value: float | None) -> str | None:
