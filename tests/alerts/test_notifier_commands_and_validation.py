@@ -95,11 +95,12 @@ def test_the_admin_forms_apply_the_same_rules() -> None:
 
 def test_an_override_applies_to_its_engine_only() -> None:
     from statuspanel.alerts.evaluator import load_settings
+    from statuspanel.alerts.specs import Effective
 
     call_command("setalertrule", "memory-pressure", "--threshold", "80")
     call_command("setalertrule", "memory-pressure", "--engine", "box-1", "--threshold", "95", "--for", "10")
     call_command("setalertrule", "source-down", "--engine", "box-2", "--disable")
     effective = load_settings()
-    assert effective("memory-pressure", "box-1") == (True, 95.0, 10.0)
-    assert effective("memory-pressure", "box-9") == (True, 80.0, 300.0)
+    assert effective("memory-pressure", "box-1") == Effective(True, 95.0, 10.0)
+    assert effective("memory-pressure", "box-9") == Effective(True, 80.0, 300.0)
     assert effective("source-down", "box-2").enabled is False and effective("source-down", "box-3").enabled
