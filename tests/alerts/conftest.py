@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.alerts.receivers import WebhookReceiver
+from tests.fleet.conftest import collect  # noqa: F401 - the fleet collector fixture, for the end-to-end tests
 
 SECRET = "a-webhook-secret-of-some-length"
 

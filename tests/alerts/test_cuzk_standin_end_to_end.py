@@ -10,7 +10,7 @@ from django.core.management import call_command
 from statuspanel.alerts.models import Alert
 from statuspanel.fleet.transport import SourceConfig
 from tests.alerts.receivers import WebhookReceiver
-from tests.fleet.conftest import collect, wait_until  # noqa: F401 - the collector fixture
+from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +41,7 @@ def test_a_held_race_fires_tracker_inconsistent_once_and_resolves(collect, runni
     assert set(Alert.objects.values_list("state", flat=True)) == {"resolved"}
 
 
-def test_one_racy_snapshot_is_not_enough(collect, running_evaluator) -> None:
+def test_one_racy_snapshot_is_not_enough() -> None:
     """A race seen on one snapshot (a sampling instant) never fires: the streak starts again."""
     from statuspanel.alerts.observations import Observations
     from tests.fleet.cuzk_server import race_steps

@@ -57,7 +57,7 @@ def test_an_edit_with_empty_secret_fields_keeps_them() -> None:
     assert form.is_valid(), form.errors
     form.save()
     notifier.refresh_from_db()
-    assert notifier.url.endswith("T0K3N") and notifier.secret == SECRET and not notifier.enabled is False
+    assert notifier.url.endswith("T0K3N") and notifier.secret == SECRET and notifier.enabled is True
     assert "T0K3N" not in str(NotifierForm(instance=notifier)) and SECRET not in str(NotifierForm(instance=notifier))
 
 
