@@ -138,7 +138,7 @@ FLEET_EVENT_RETENTION_DAYS = env_float("FLEET_EVENT_RETENTION_DAYS", 30.0)
 # Run the alert evaluator in the serving processes (one of them evaluates: a database lease).
 ALERTS_ENABLED = env_bool("ALERTS_ENABLED", True)
 # Seconds between evaluations; seconds a lost evaluator's lease lasts before another process takes over.
-ALERTS_EVAL_SECS = env_float("ALERTS_EVAL_SECS", 2.0)
+ALERTS_EVAL_SECS = env_float("ALERTS_EVAL_SECS", 1.0)
 ALERTS_LEASE_SECS = env_float("ALERTS_LEASE_SECS", 5.0)
 # Grouping: wait this long to gather what fires together; fold what fires within the interval after a message.
 ALERTS_GROUP_WAIT_SECS = env_float("ALERTS_GROUP_WAIT_SECS", 2.0)

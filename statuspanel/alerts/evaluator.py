@@ -72,7 +72,7 @@ class Evaluator:
     def __init__(self, *, interval: float | None = None, lease: Lease | None = None,
                  snapshots: Callable[[], list[dict[str, Any]]] = default_snapshots,
                  dispatcher=None, clock: Callable[[], float] = time.time) -> None:
-        self.interval = interval if interval is not None else _setting("ALERTS_EVAL_SECS", 2.0)
+        self.interval = interval if interval is not None else _setting("ALERTS_EVAL_SECS", 1.0)
         self.lease = lease or Lease(ttl=_setting("ALERTS_LEASE_SECS", 5.0))
         self.snapshots = snapshots
         self.clock = clock
@@ -84,6 +84,7 @@ class Evaluator:
         self._p95: dict[tuple[str, str], float] = {}
         self._p95_at = 0.0
         self._next_prune = 0.0
+        self.next_due: float | None = None  # wall time a pending alert reaches its `for`: evaluated then
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -108,20 +109,21 @@ class Evaluator:
         return self._thread is not None and self._thread.is_alive()
 
     def _main(self) -> None:
-        tick = min(self.interval, self.lease.ttl / 3.0)
+        renew_every = min(self.interval, self.lease.ttl / 3.0)
         next_eval = 0.0
         try:
             while not self._stop.is_set():
                 try:
-                    self._tick(next_eval)
-                    if self.holding and time.monotonic() >= next_eval:
+                    if self._tick(next_eval):
                         next_eval = time.monotonic() + self.interval
+                        if self.next_due is not None:  # a pending alert fires on time, not an interval late
+                            next_eval = min(next_eval, time.monotonic() + max(0.05, self.next_due - self.clock()))
                 except Exception:  # the database away for a moment: try again next tick
                     self.errors += 1
                     self.holding = False
                     log.exception("alerts: evaluation failed")
                     connection.close()
-                self._stop.wait(tick)
+                self._stop.wait(min(renew_every, max(0.05, next_eval - time.monotonic())))
         finally:
             if self.holding:
                 try:
@@ -131,7 +133,7 @@ class Evaluator:
             self.holding = False
             connection.close()
 
-    def _tick(self, next_eval: float) -> None:
+    def _tick(self, next_eval: float) -> bool:
         close_old_connections()
         held = self.lease.acquire_or_renew()
         if held and not self.holding:
@@ -142,6 +144,8 @@ class Evaluator:
         self.holding = held
         if held and time.monotonic() >= next_eval:
             self.evaluate_once()
+            return True
+        return False
 
     # -- one evaluation -----------------------------------------------------------------------
     def evaluate_once(self) -> list[Condition]:
@@ -200,6 +204,7 @@ class Evaluator:
         open_alerts = {(a.rule, a.engine, a.subject): a for a in Alert.objects.filter(state__in=specs.OPEN_STATES)}
         notifiers: list[Notifier] | None = None
         fired: list[Alert] = []
+        self.next_due = None
         for cond in conditions:
             key = (cond.rule, cond.engine, cond.subject)
             alert = open_alerts.pop(key, None)
@@ -212,9 +217,14 @@ class Evaluator:
                 if for_secs <= 0:
                     alert.state, alert.fired_at = specs.FIRING, when
                     fired.append(alert)
+                else:
+                    self.next_due = min(self.next_due or now + for_secs, now + for_secs)
                 alert.save()
                 continue
             held = (when - alert.started_at).total_seconds()
+            if alert.state == specs.PENDING and held < for_secs:
+                due = alert.started_at.timestamp() + for_secs
+                self.next_due = due if self.next_due is None else min(self.next_due, due)
             if alert.state == specs.PENDING and held >= for_secs:
                 alert.state, alert.fired_at = specs.FIRING, when
                 _describe(alert, cond, held)
