@@ -17,6 +17,7 @@ from statuspanel.alerts.rules import Failure, Requeue
 P95_REFRESH_SECS = 60.0
 P95_WINDOW = timedelta(hours=24)
 P95_MAX_SAMPLES = 50_000  # the newest attempts of the day
+ENGINE_FORGET = timedelta(hours=24)
 PHASE_COLUMNS = {"synthesizing": "synth_ms", "gpu": "gpu_ms", "finalizing": "finalize_ms"}
 
 
@@ -73,9 +74,10 @@ def requeues(min_attempts: int) -> list[Requeue]:
 
 
 def heartbeat_ages(now: datetime) -> dict[str, float]:
-    """Seconds since the last heartbeat of every local engine not stopped cleanly."""
-    return {engine: (now - beat).total_seconds() for engine, beat in
-            EngineHost.objects.filter(stopped_at__isnull=True).values_list("engine_id", "last_heartbeat")}
+    """Seconds since the last heartbeat of every local engine not stopped cleanly, heard from within
+    ENGINE_FORGET: an engine dead for longer is history, not news (its alert resolves then)."""
+    rows = EngineHost.objects.filter(stopped_at__isnull=True, last_heartbeat__gte=now - ENGINE_FORGET)
+    return {engine: (now - beat).total_seconds() for engine, beat in rows.values_list("engine_id", "last_heartbeat")}
 
 
 def phase_p95(now: datetime) -> dict[tuple[str, str], float]:
