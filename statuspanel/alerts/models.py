@@ -8,7 +8,6 @@ every try is a `DeliveryAttempt`. `EvaluatorLease` is the one-evaluator-per-depl
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -183,7 +182,3 @@ class EvaluatorLease(models.Model):
 def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
-
-def operator_name(user) -> str:
-    """Who acted, as recorded: the user name of the logged-in operator."""
-    return getattr(user, "get_username", lambda: "")() or str(getattr(settings, "ALERTS_SYSTEM_USER", "operator"))
