@@ -10,13 +10,16 @@
 2. Latency: a source goes down at t0; the time until the loopback webhook receiver
    (tests/alerts/receivers.py) holds the notification, over `--trials` trials, with the real
    evaluator and dispatcher threads and the default group wait (2 s). The group interval is set
-   to 0 so that each trial is the first of its group (what an operator waits for when a box drops).
+   to 0 so that each trial is the first of its group (what an operator waits for when a box drops);
+   each trial starts at a random phase of the evaluation cycle (a condition is seen up to one
+   evaluation interval after it becomes true).
    Printed: p50/p95/max and the aim (`for` + group wait).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -132,7 +135,9 @@ def latency(trials: int, for_secs: float) -> list[float]:
         evaluator = Evaluator(snapshots=feed, dispatcher=Dispatcher()).start()
         try:
             time.sleep(settings.ALERTS_EVAL_SECS * 2)
+            rng = random.Random(7)
             for _ in range(trials):
+                time.sleep(rng.uniform(0, settings.ALERTS_EVAL_SECS))  # a random phase of the evaluation cycle
                 seen = len(hook.posts)
                 with lock:
                     state["down"] = True
