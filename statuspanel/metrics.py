@@ -32,6 +32,7 @@ from gpu_engine.validation import valid_kinds
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE
+from statuspanel.alerts.metrics import alert_metrics
 from statuspanel.auth import _unauthorized, bearer_token, can_read_status
 from statuspanel.live import current_snapshots
 from statuspanel.render.engine import engine_id_of
@@ -76,6 +77,7 @@ class SnapshotCollector:
         yield from self._live(snaps)
         yield from self._outcomes()
         yield from self._durations()
+        yield from alert_metrics()
 
     def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:  # noqa: C901 - one pass over each snapshot fills every live family
         now = self.clock()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path, register_converter
+from django.urls import include, path, register_converter
 
 from gpu_engine.queue import JOB_ID_RE
 from statuspanel import auth, metrics, views
@@ -41,4 +41,5 @@ urlpatterns = [
     path("api/jobs/<jobid:job_id>/cancel", api.job_cancel, name="api-job-cancel"),
     path("api/circuits", api.circuits, name="api-circuits"),
     path("api/circuits/<str:name>/vkey", api.circuit_vkey, name="api-circuit-vkey"),
+    path("", include("statuspanel.alerts.urls")),
 ]
