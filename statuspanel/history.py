@@ -35,12 +35,20 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
+def live_queue_depth(snap: dict[str, Any] | None) -> int | None:
+    """The queue depth of the engine's latest snapshot (the queue chart's "now")."""
+    counters = (snap or {}).get("counters")
+    depth = counters.get("queue_depth") if isinstance(counters, dict) else None
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
 def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),
             "latency": charts.latency(engine_id, charts.RANGES["1h"]),
-            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"]), "compact": True}
+            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"], live_queue=live_queue_depth(snap)),
+            "compact": True}
 
 
 def _choice(request: HttpRequest, name: str, allowed: dict[str, Any], default: str) -> str | None:
@@ -55,8 +63,11 @@ def activity_partial(request: HttpRequest, engine_id: str) -> HttpResponse:
     window = _choice(request, "window", WINDOWS, DEFAULT_WINDOW)
     if window is None:
         return HttpResponseBadRequest(f"window must be one of {', '.join(WINDOWS)}", content_type="text/plain")
-    return render(request, "statuspanel/activity/_activity.html",
-                  {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
+    # panel.js fetches the fragment; a browser opening the address itself gets it inside the page.
+    template = ("statuspanel/activity_page.html" if request.headers.get("Sec-Fetch-Mode") == "navigate"
+                else "statuspanel/activity/_activity.html")
+    return render(request, template, {"a": activity_context(engine_id, engine_snapshot(engine_id), window),
+                                      "engine_id": engine_id})
 
 
 @require_GET
@@ -73,7 +84,8 @@ def history_page(request: HttpRequest, engine_id: str) -> HttpResponse:
         "engine_id": engine_id, "online": snap is not None, "range": span, "ranges": list(charts.RANGES),
         "a": {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, "60m"), "windows": [],
               "throughput": charts.throughput(engine_id, minutes=int(secs // 60)),
-              "latency": charts.latency(engine_id, secs), "telemetry": charts.telemetry(engine_id, secs),
+              "latency": charts.latency(engine_id, secs),
+              "telemetry": charts.telemetry(engine_id, secs, live_queue=live_queue_depth(snap)),
               "compact": False},
     }
     return render(request, "statuspanel/history.html", context)

@@ -204,6 +204,10 @@ def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None,
     return (sum(values) if values else None), open_count
 
 
+def _never_started(part: dict[str, Any]) -> bool:
+    return part["synth_ms"] is None and part["gpu_ms"] is None and part["finalize_ms"] is None
+
+
 def _elapsed(pipe: dict[str, Any]) -> float | None:
     """Time since the job started, or its run time once finished (then it no longer grows)."""
     started, finished = _num(pipe.get("started_secs_ago")), _num(pipe.get("finished_secs_ago"))
@@ -218,7 +222,10 @@ def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
              for p in pipe.get("partitions") or [] if isinstance(p, dict)]
     kind = str(pipe.get("proof_kind") or "")
-    failed = sum(1 for p in parts if p["state"] == FAILED)
+    # A partition failed before any phase started was never run (its job stopped first): the API's
+    # partition runs list only the ones that ran, so the panel counts them apart.
+    not_run = sum(1 for p in parts if p["state"] == FAILED and _never_started(p))
+    failed = sum(1 for p in parts if p["state"] == FAILED) - not_run
     totals = []
     for field in _OPEN_PHASE_FIELD.values():
         total, rate = _phase_total(parts, field)
@@ -227,11 +234,14 @@ def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(
         "job_id": job_id,
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
-        "status": pipe.get("status") or (FAILED if failed else RUNNING),
+        "status": pipe.get("status") or (FAILED if failed or not_run else RUNNING),
         "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
         "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == DONE),
         "partitions_failed": failed,
+        "partitions_not_run": not_run,
+        "reason": next((p["error"] for p in parts if p["error"] and not _never_started(p)),
+                       next((p["error"] for p in parts if p["error"]), "")),
         "partitions": parts,
         "phase_totals": totals,
     }
