@@ -128,7 +128,7 @@ class PartitionRunInline(admin.TabularInline):
 @admin.register(ProofJob)
 class ProofJobAdmin(admin.ModelAdmin):
     form = ProofJobForm
-    list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
+    list_display = ("job_id_full", "kind_label", "status", "engine", "queue_wait", "duration", "attempts",
                     "finished_at", "verified")
     list_filter = (KindFilter, "status", "claimed_by", "submitted_at", "finished_at")
     search_fields = ("job_id",)
