@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from gpu_engine import formatting, queue, validation
 from gpu_engine.circom import registry
@@ -201,17 +201,16 @@ class ProofJobAdmin(admin.ModelAdmin):
     def timings_table(self, obj: ProofJob) -> str:
         """The per-phase totals and means the engine stored, as a small table of durations."""
         timings = obj.timings if isinstance(obj.timings, dict) else {}
-        if not timings:
-            return formatting.NONE_TEXT
         phases = sorted({k.split("_", 1)[1] for k in timings if k.startswith(("total_", "mean_"))})
-        rows = [format_html("<tr><th>{}</th><td>{}</td><td>{}</td></tr>", phase.replace("_ms", "").replace("_", " "),
-                            formatting.ms_duration(timings.get(f"total_{phase}")),
-                            formatting.ms_duration(timings.get(f"mean_{phase}"))) for phase in phases]
-        head = format_html('<table class="timings"><thead><tr><th>phase</th><th>total</th><th>mean per partition</th>'
-                           '</tr></thead><tbody>')
-        tail = format_html('</tbody></table><p class="help">wall time {} over {} partition(s)</p>',
+        if not phases:
+            return formatting.NONE_TEXT
+        rows = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", (
+            (phase.removesuffix("_ms").replace("_", " "), formatting.ms_duration(timings.get(f"total_{phase}")),
+             formatting.ms_duration(timings.get(f"mean_{phase}"))) for phase in phases))
+        return format_html('<table class="timings"><thead><tr><th>phase</th><th>total</th>'
+                           '<th>mean per partition</th></tr></thead><tbody>{}</tbody></table>'
+                           '<p class="help">wall time {} over {} partition(s)</p>', rows,
                            formatting.ms_duration(timings.get("wall_ms")), timings.get("partitions", "—"))
-        return head + "".join(rows) + tail
 
     @admin.display(description="proof bundle")
     def bundle_link(self, obj: ProofJob) -> str:

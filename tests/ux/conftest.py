@@ -3,6 +3,7 @@ daemon and a source nobody answers, with a job failed for a reason and one cance
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ TOKEN = "ux-first-hour-operator-token"
 ENGINE = "ux-engine"
 BAD_ROW = "ux-bad-row"             # a row written around the entry points: failed with the reason
 CANCELLED = "ux-cancelled-job"
+USER_SNAP = "ux-user-snap-1"       # a user's job at its kind's default priority: claimed before demo work
 CUZK = "box-cuzk"
 GONE = "box-gone"
 
@@ -43,6 +45,16 @@ class UxSite:
             raw = response.read()
             return json.loads(raw) if response.headers.get_content_type() == "application/json" else raw.decode()
 
+    def wait_status(self, job_id: str, status: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.api(f"/api/jobs/{job_id}")
+            if job["status"] == status:
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_id} is {job['status']}, not {status}, after {timeout:.0f} s")
+            time.sleep(0.25)
+
 
 @pytest.fixture(scope="module")
 def ux_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UxSite]:
@@ -58,6 +70,8 @@ def ux_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UxSite]:
             site.api("/api/jobs", method="POST", body={"proof_kind": "porep-c2", "job_id": CANCELLED,
                                                        "priority": -1000})
             site.api(f"/api/jobs/{CANCELLED}/cancel", method="POST")
+            site.api("/api/jobs", method="POST", body={"proof_kind": "snap-update", "job_id": USER_SNAP})
+            site.wait_status(USER_SNAP, "done", 240)
             dash.wait_state(CUZK, "online", 60)
             dash.wait_for(ENGINE, lambda s: (s.get("counters") or {}).get("total_completed", 0) >= 2, 240,
                           "two demo jobs done")
@@ -65,11 +79,3 @@ def ux_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UxSite]:
         except Exception:
             print(dash.tail())
             raise
-
-
-def finished_job(site: UxSite, status: str, kind: str | None = None) -> dict[str, Any]:
-    """The most recent job of `status` (and `kind`) from the API."""
-    query = f"/api/jobs?status={status}" + (f"&kind={kind}" if kind else "")
-    jobs = site.api(query)["jobs"]
-    assert jobs, f"no {status} job yet"
-    return jobs[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ux.conftest import ARTIFACTS, BAD_ROW, CUZK, ENGINE, GONE, finished_job
+from tests.ux.conftest import ARTIFACTS, BAD_ROW, CUZK, ENGINE, GONE, USER_SNAP
 from tests.ux.layout import overflow_problems, overflow_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -55,8 +55,8 @@ def test_history_page_fits(ux_site, panel_login, width):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_admin_job_page_fits(ux_site, panel_login, width):
     page = panel_login(ux_site.base, ux_site.token, width=width, height=900)
-    snap = finished_job(ux_site, "done", "snap-update")  # 16 partitions: the widest runs table
-    for name, job_id in (("admin-job", snap["job_id"]), ("admin-failed-job", BAD_ROW)):
+    # A SnapDeals job has 16 partitions: the longest runs table.
+    for name, job_id in (("admin-job", USER_SNAP), ("admin-failed-job", BAD_ROW)):
         page.goto(f"{ux_site.base}/admin/gpu_engine/proofjob/?q={job_id}")
         page.locator(f'#result_list a:has-text("{job_id}")').first.click()
         page.wait_for_selector("#proofjob_form")
