@@ -122,7 +122,8 @@ class PartitionRunInline(admin.TabularInline):
         if run.worker_id in (None, ""):
             return formatting.NONE_TEXT
         gpu = f" · GPU {run.gpu_ordinal}" if run.gpu_ordinal is not None else ""
-        return f"{formatting.worker_label(run.worker_id)}{gpu}"
+        worker = int(run.worker_id) if str(run.worker_id).isdigit() else run.worker_id  # stored as text
+        return f"{formatting.worker_label(worker)}{gpu}"
 
 
 @admin.register(ProofJob)
