@@ -110,7 +110,7 @@ class ProgressPrinter:
         self._lock = threading.Lock()
 
     # A job's outcome in the API's words; a failure stands out in capitals.
-    OUTCOME_WORDS = {"done": "done     ", "failed": "FAILED   ", "cancelled": "cancelled"}
+    OUTCOME_WORDS = {"done": "done  ", "failed": "FAILED", "cancelled": "cancelled"}
 
     def __call__(self, event: JobEvent) -> None:
         with self.stats.lock:
