@@ -51,9 +51,12 @@ $(NODESTAMP): package-lock.json
 	  npm ci --no-audit --no-fund && touch $@
 nodetools: $(NODESTAMP)
 
+# `make run BIND=127.0.0.1:8080`: the panel's and API's address (HOST:PORT).
+BIND ?= 127.0.0.1:8000
+
 run: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py runprover --demo
+	$(PY) manage.py runprover --demo --bind $(BIND)
 
 test: testenv browser sshd promtool nodetools
 	$(PY) -m ruff check .

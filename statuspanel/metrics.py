@@ -197,10 +197,17 @@ class SnapshotCollector:
         fam = HistogramMetricFamily(P + "phase_duration_seconds",
                                     "Durations of proven partitions' phases (synthesis, gpu, finalize) and of done "
                                     "jobs (phase=job), from the database", labels=["engine", "kind", "phase"])
+        wait = HistogramMetricFamily(P + "queue_wait_seconds",
+                                     "Time jobs waited in the queue, submitted to claimed (one observation per "
+                                     "claim), from the database", labels=["engine", "kind"])
         for row in DurationTally.objects.order_by("engine_id", "proof_kind", "phase"):
+            if row.phase == tallies.PHASE_QUEUE:
+                wait.add_metric([row.engine_id, row.proof_kind], tallies.cumulative(row.buckets or []), row.sum_secs)
+                continue
             fam.add_metric([row.engine_id, row.proof_kind, row.phase], tallies.cumulative(row.buckets or []),
                            row.sum_secs)
         yield fam
+        yield wait
 
 
 def scrape() -> bytes:

@@ -119,6 +119,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Times to the second in ISO order wherever Django formats them (vastmanager/formats).
+FORMAT_MODULE_PATH = ["vastmanager.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
