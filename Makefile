@@ -7,7 +7,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test check types venv testenv browser sshd nodetools clean gpucheck gpu-wheelhouse
+.PHONY: run test check types venv testenv browser sshd promtool nodetools clean gpucheck gpu-wheelhouse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ sshd:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
 	  else echo "sshd missing: apt-get install openssh-server (the SSH fleet test will skip)"; fi; }
 
+# Debian's Prometheus for promtool: the alert rules in docs/prometheus-alerts.yml are checked with it.
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else echo "promtool missing: apt-get install prometheus (the alert-rules test will skip)"; fi; }
+
 # The pinned circom and snarkjs for the circuit tests (package-lock.json), reinstalled when the
 # lock is newer than node_modules.
 NODESTAMP := node_modules/.package-lock.json
@@ -45,11 +51,14 @@ $(NODESTAMP): package-lock.json
 	  npm ci --no-audit --no-fund && touch $@
 nodetools: $(NODESTAMP)
 
+# `make run BIND=127.0.0.1:8080`: the panel's and API's address (HOST:PORT).
+BIND ?= 127.0.0.1:8000
+
 run: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py runprover --demo
+	$(PY) manage.py runprover --demo --bind $(BIND)
 
-test: testenv browser sshd nodetools
+test: testenv browser sshd promtool nodetools
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -58,7 +58,7 @@ def command_stream(options: dict[str, Any]) -> TextIO:
 
 
 class PanelServing:
-    """The panel and API on `host:port`, with an optional fleet collector beside them."""
+    """The panel and API on `host:port`, with the alert evaluator and an optional fleet collector beside them."""
 
     def __init__(self, host: str, port: int, *, fleet: bool,
                  on_ready: Callable[[asyncio.AbstractEventLoop], None] | None = None,
@@ -85,6 +85,9 @@ class PanelServing:
         try:
             server.run()
         finally:
+            from statuspanel.alerts.serving import stop_evaluator
+
+            stop_evaluator()
             if self.fleet:
                 from statuspanel.fleet.serving import stop_collector
 
@@ -98,3 +101,7 @@ class PanelServing:
             from statuspanel.fleet.serving import start_collector
 
             start_collector(loop)
+        # One evaluator per deployment (a database lease): every process that serves the panel offers one.
+        from statuspanel.alerts.serving import start_evaluator
+
+        start_evaluator()

@@ -340,7 +340,7 @@ def _raw_reader(inst: _Instance):
             args[0].i32 = i
             error = call(ctx, fn_ref, args, 1, trap_ref)
             if trap:
-                raise wasmtime.Trap._from_ptr(trap)
+                raise wasmtime.Trap._from_ptr(trap)  # noqa: SLF001 - the trap the raw C call returned; no public constructor
             if error:
                 raise WitnessError(f"the witness calculator failed reading wire {i}")
             out[i * width:(i + 1) * width] = ctypes.string_at(base + window, width)

@@ -172,7 +172,8 @@ class Ledger:
         with self.lock:
             self.tracker.job_completed(job.job_id, success, outcome=outcome)
             self.active.pop(job.job_id, None)
-        event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error)
+        event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error,
+                         cancelled=reason == STOP_CANCELLED)
         if job.stop is None or job.stop[0] != STOP_RETURNED:
             self.announce(event)
         self.run.wake.set()

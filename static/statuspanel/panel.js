@@ -225,7 +225,18 @@
     }
   }
 
+  // "updated 3 s ago": the age of the engine's last snapshot, on the server's clock.
+  function tickUpdated(st) {
+    const el = st.section.querySelector("[data-updated-at]");
+    if (!el) return;
+    const age = Date.now() / 1000 + clockOffset - parseFloat(el.dataset.updatedAt);
+    if (isNaN(age)) return;
+    const text = (age < 1.5 ? "just now" : fmt(Math.round(age)).replace(".0 s", " s") + " ago");
+    if (el.textContent !== text) el.textContent = text;
+  }
+
   function tickEngine(st, now, open) {
+    tickUpdated(st);
     // Stale data stops ticking: a growing duration would claim work we can no longer see.
     if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
     if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);

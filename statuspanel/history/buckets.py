@@ -36,8 +36,9 @@ def epoch(column: str) -> str:
     return f"((julianday({column}) - 2440587.5) * 86400.0)"
 
 
-def _table(model: Any) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+def table(model: Any) -> str:
+    """The model's table name, quoted for raw SQL."""
+    return connection.ops.quote_name(model._meta.db_table)  # noqa: SLF001 - Django's documented Options API
 
 
 def runs_since(engine_id: str, since: float) -> int:
@@ -62,7 +63,7 @@ def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKET
            f"SUM(CASE WHEN finalize_started_at IS NOT NULL AND finalize_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
            f"SUM(CASE WHEN {failed} AND finalize_ended_at IS NOT NULL THEN 1 ELSE 0 END), "
            f"SUM({fe} - {fs}), MIN({fs}), MAX({fe}) "
-           f"FROM {_table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
+           f"FROM {table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
            "AND (gpu_started_at IS NOT NULL OR finalize_started_at IS NOT NULL) GROUP BY 1, 2")
     params = [start, width, *FAILED_STATES, *FAILED_STATES, engine_id, _dt(start)]
     lanes: dict[tuple[str, str, int], dict[str, Any]] = {}

@@ -45,45 +45,73 @@ def _legend(kinds: list[str]) -> list[dict[str, str]]:
     return [{"kind": k, "label": kind_label(k), "cls": kind_class(k)} for k in kinds]
 
 
+# Bar widths of the throughput chart (minutes): the smallest that keeps a range under MAX_BARS bars.
+BUCKET_MINUTES = (1, 2, 5, 10, 15, 30, 60)
+MAX_BARS = 120
+# A young engine's chart starts at its first proof, but never spans less than this (seconds).
+MIN_SPAN_SECS = 3600.0
+
+
 def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> dict[str, Any]:
-    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars."""
+    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars.
+
+    The time axis starts at the engine's first proof in the range when that is later (an engine
+    younger than the range would otherwise be a sliver at its right edge), and bars widen with the
+    span (one minute over an hour, a quarter of an hour over a day); a bar's height is its mean rate."""
     now = time.time() if now is None else now
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
-    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    per_minute: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     finished = buckets.epoch("finished_at")
     with connection.cursor() as cursor:  # one count per minute and kind, grouped in the database
         cursor.execute(f"SELECT FLOOR(({finished} - %s) / 60), proof_kind, COUNT(*) "
-                       f"FROM {connection.ops.quote_name(ProofJob._meta.db_table)} "
+                       f"FROM {buckets.table(ProofJob)} "
                        "WHERE claimed_by = %s AND finished_at >= %s AND status = %s GROUP BY 1, 2",
                        [start, engine_id, _dt(start), JobStatus.DONE])
-        for bucket, kind, n in cursor.fetchall():
-            if bucket is not None and 0 <= int(bucket) < minutes:
-                counts[int(bucket)][kind] += int(n)
-    return stacked_bars(counts, start, end, minutes)
+        for minute, kind, n in cursor.fetchall():
+            if minute is not None and 0 <= int(minute) < minutes:
+                per_minute[int(minute)][kind] += int(n)
+    return stacked_bars(per_minute, start, end, minutes)
 
 
-def stacked_bars(counts: dict[int, dict[str, int]], start: float, end: float, minutes: int) -> dict[str, Any]:
-    """Per-minute counts by kind ({bucket: {kind: n}}) laid out as the throughput chart's stacked bars."""
+def stacked_bars(per_minute: dict[int, dict[str, int]], start: float, end: float, minutes: int) -> dict[str, Any]:
+    """Counts by kind per minute ({minute from `start`: {kind: n}}) as the throughput chart's stacked bars
+    (local engines' done jobs; fleet engines' counter deltas, statuspanel/history/fleet.py)."""
+    if per_minute:  # a young engine's chart starts at its first proof, not at the range's left edge
+        first = start + 60 * min(per_minute)
+        first_start = max(start, min(end - MIN_SPAN_SECS, first))
+    else:
+        first_start = start
+    span_minutes = max(1, round((end - first_start) / 60))
+    bucket = next((b for b in BUCKET_MINUTES if span_minutes / b <= MAX_BARS), BUCKET_MINUTES[-1])
+    n_buckets = math.ceil(span_minutes / bucket)
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for minute, by_kind in per_minute.items():
+        index = int((start + 60 * minute - first_start) // (60 * bucket))
+        if 0 <= index < n_buckets:
+            for kind, n in by_kind.items():
+                counts[index][kind] += n
+    start = first_start
     kinds = sorted({k for c in counts.values() for k in c}, key=lambda k: (kind_class(k), k))
-    peak = max([sum(c.values()) for c in counts.values()] + [1])
-    width = PLOT_W / minutes
+    peak = max([sum(c.values()) / bucket for c in counts.values()] + [1.0 / bucket])
+    width = PLOT_W / n_buckets
     bars = []
-    for bucket in sorted(counts):
+    for index in sorted(counts):
         y = PLOT_H
-        label = _dt(start + bucket * 60).strftime("%H:%M")
+        label = _dt(start + index * 60 * bucket).strftime("%H:%M")
+        per = "/min" if bucket == 1 else f" in {bucket} min"
         for kind in kinds:
-            n = counts[bucket].get(kind, 0)
+            n = counts[index].get(kind, 0)
             if not n:
                 continue
-            h = PLOT_H * n / peak
+            h = PLOT_H * n / bucket / peak
             y -= h
-            bars.append({"x": round(bucket * width + 0.5, 2), "y": round(y, 2),
+            bars.append({"x": round(index * width + 0.5, 2), "y": round(y, 2),
                          "w": round(width - min(1.0, width * 0.2), 2), "h": round(h, 2), "cls": kind_class(kind),
-                         "title": f"{label} · {kind_label(kind)}: {n}/min"})
+                         "title": f"{label} · {kind_label(kind)}: {n}{per}"})
     total = sum(sum(c.values()) for c in counts.values())
-    return {"bars": bars, "peak": peak, "legend": _legend(kinds), "total": total, "minutes": minutes,
-            "start": start, "end": end}
+    return {"bars": bars, "peak": peak, "peak_text": f"{peak:.3g}", "legend": _legend(kinds), "total": total,
+            "minutes": minutes, "bucket_minutes": bucket, "start": start, "end": end}
 
 
 def _percentile(sorted_values: list[float], q: float) -> float | None:
@@ -127,14 +155,14 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
 
 def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:
     """Many runs in the window: percentiles from histograms grouped in the database."""
-    part_table = connection.ops.quote_name(PartitionRun._meta.db_table)
+    part_table = buckets.table(PartitionRun)
     s0, end = buckets.epoch("synth_started_at"), buckets.epoch("ended_at")
     # A row from before the phase spans were stored counts its phases' sum.
     phases = "(COALESCE(synth_ms, 0) + COALESCE(gpu_ms, 0) + COALESCE(finalize_ms, 0)) / 1000.0"
     value = f"(CASE WHEN synth_started_at IS NOT NULL THEN {end} - {s0} ELSE {phases} END)"
     parts = buckets.log_histogram(f"FROM {part_table} WHERE engine_id = %s AND ended_at >= %s AND state = %s",
                                   [engine_id, since, PartitionState.DONE], KIND_EXPRESSION, value)
-    job_table = connection.ops.quote_name(ProofJob._meta.db_table)
+    job_table = buckets.table(ProofJob)
     jobs = buckets.log_histogram(
         f"FROM {job_table} WHERE claimed_by = %s AND finished_at >= %s AND status = %s AND started_at IS NOT NULL",
         [engine_id, since, JobStatus.DONE], KIND_EXPRESSION,
@@ -164,8 +192,11 @@ def _polyline(points: list[tuple[float, float]], start: float, span: float, top:
                     for t, v in points)
 
 
-def telemetry(engine_id: str, window_secs: float, now: float | None = None) -> dict[str, Any]:
-    """GPU utilisation and memory per GPU and the queue depth, from the one-minute rollups."""
+def telemetry(engine_id: str, window_secs: float, now: float | None = None,
+              live_queue: int | None = None) -> dict[str, Any]:
+    """GPU utilisation and memory per GPU and the queue depth, from the one-minute rollups; the
+    engine's live queue depth (its latest snapshot), when given, is the line's last point and its
+    "now", so the line is drawn from the first rollup on and "now" never lags a minute behind."""
     now = time.time() if now is None else now
     start = now - window_secs
     rows = (TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=_dt(start - 60))
@@ -174,7 +205,7 @@ def telemetry(engine_id: str, window_secs: float, now: float | None = None) -> d
     gpus: dict[int, dict[str, list]] = defaultdict(lambda: {"util": [], "mem": [], "total": None})
     depth: list[tuple[float, float]] = []
     for minute, ordinal, util, used, total, qd in rows.iterator():
-        t = minute.timestamp() + 30  # the minute's middle
+        t = min(minute.timestamp() + 30, now)  # the minute's middle (the current one's: up to now)
         if ordinal == TelemetryMinute.ENGINE_ROW:
             if qd is not None:
                 depth.append((t, float(qd)))
@@ -185,7 +216,12 @@ def telemetry(engine_id: str, window_secs: float, now: float | None = None) -> d
         if used is not None and total:
             g["mem"].append((t, 100.0 * used / total))
             g["total"] = total
+    if live_queue is not None:
+        depth.append((now, float(live_queue)))
     depth_peak = max([v for _, v in depth] + [1.0])
+    samples = len(depth)
+    if len(depth) == 1:  # one sample: a short tick at its place rather than nothing
+        depth.insert(0, (depth[0][0] - window_secs / 120, depth[0][1]))
     return {
         "gpus": [{"ordinal": o, "util": _polyline(g["util"], start, window_secs, 100.0),
                   "mem": _polyline(g["mem"], start, window_secs, 100.0),
@@ -193,6 +229,7 @@ def telemetry(engine_id: str, window_secs: float, now: float | None = None) -> d
                   "mem_total": human_bytes(g["total"]) if g["total"] else ""}
                  for o, g in sorted(gpus.items())],
         "queue": {"line": _polyline(depth, start, window_secs, depth_peak), "peak": int(depth_peak),
-                  "last": int(depth[-1][1]) if depth else None, "points": len(depth)},
+                  "last": int(depth[-1][1]) if depth else None, "points": samples,
+                  "start": start, "end": now},
         "window_secs": window_secs,
     }

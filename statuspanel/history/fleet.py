@@ -117,5 +117,6 @@ def fleet_telemetry(engine_id: str, window_secs: float, now: float | None = None
     return {"gpus": [{"ordinal": o, "util": polyline(sorted(p), start, window_secs, 100.0), "mem": "",
                       "last_util": sorted(p)[-1][1] if p else None, "mem_total": ""}
                      for o, p in sorted(gpus.items())],
-            "queue": {"line": "", "peak": 0, "last": None, "points": 0}, "window_secs": window_secs,
+            "queue": {"line": "", "peak": 0, "last": None, "points": 0, "start": start, "end": now},
+            "window_secs": window_secs,
             "observed": True}

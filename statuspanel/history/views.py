@@ -48,6 +48,13 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
+def live_queue_depth(snap: dict[str, Any] | None) -> int | None:
+    """The queue depth of the engine's latest snapshot (the queue chart's "now")."""
+    counters = (snap or {}).get("counters")
+    depth = counters.get("queue_depth") if isinstance(counters, dict) else None
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
 def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     if fleet_history.is_fleet_engine(engine_id):
@@ -59,7 +66,8 @@ def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = 
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),
             "latency": charts.latency(engine_id, charts.RANGES["1h"]),
-            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"]), "compact": True}
+            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"], live_queue=live_queue_depth(snap)),
+            "compact": True}
 
 
 def _choice(request: HttpRequest, name: str, allowed: dict[str, Any], default: str) -> str | None:
@@ -74,12 +82,18 @@ def activity_partial(request: HttpRequest, engine_id: str) -> HttpResponse:
     window = _choice(request, "window", WINDOWS, DEFAULT_WINDOW)
     if window is None:
         return HttpResponseBadRequest(f"window must be one of {', '.join(WINDOWS)}", content_type="text/plain")
+    snap_context = {"engine_id": engine_id}
+    # panel.js fetches the fragment; a browser opening the address itself gets it inside the page.
+    if request.headers.get("Sec-Fetch-Mode") == "navigate":
+        return render(request, "statuspanel/activity_page.html",
+                      {"a": activity_context(engine_id, engine_snapshot(engine_id), window), **snap_context})
     key = f"vastmanager:activity:{engine_id}:{window}"
     html = cache.get(key)
     if html is None:
         began = time.monotonic()
         html = render_to_string("statuspanel/activity/_activity.html",
-                                {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
+                                {"a": activity_context(engine_id, engine_snapshot(engine_id), window),
+                                 **snap_context})
         built = time.monotonic() - began
         cache.set(key, html, max(ACTIVITY_CACHE_SECS, math.ceil(ACTIVITY_CACHE_BUILDS * built)))
     return HttpResponse(html)
@@ -103,7 +117,8 @@ def history_page(request: HttpRequest, engine_id: str) -> HttpResponse:
     else:
         activity = {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, "60m"), "windows": [],
                     "throughput": charts.throughput(engine_id, minutes=int(secs // 60)),
-                    "latency": charts.latency(engine_id, secs), "telemetry": charts.telemetry(engine_id, secs),
+                    "latency": charts.latency(engine_id, secs),
+                    "telemetry": charts.telemetry(engine_id, secs, live_queue=live_queue_depth(snap)),
                     "compact": False}
     report = cost.report()
     context = {

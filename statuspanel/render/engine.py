@@ -103,6 +103,10 @@ def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, 
     }
 
 
+def _never_started(part: dict[str, Any]) -> bool:
+    return part["synth_ms"] is None and part["gpu_ms"] is None and part["finalize_ms"] is None
+
+
 def _elapsed(pipe: dict[str, Any]) -> float | None:
     """Time since the job started, or its run time once finished (then it no longer grows)."""
     started, finished = num(pipe.get("started_secs_ago")), num(pipe.get("finished_secs_ago"))
@@ -111,22 +115,27 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Partitions per state and each phase's total and open count, over every partition of a job in
-    one cheap pass (cells are built only for the partitions shown)."""
+def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]], int]:
+    """Partitions per state, each phase's total and open count, and the failed partitions that never
+    started, over every partition of a job in one cheap pass (cells are built only for those shown)."""
     states: dict[str, int] = {}
-    sums = {field: [None, 0] for field in _OPEN_PHASE_FIELD.values()}
+    sums: dict[str, list[Any]] = {field: [None, 0] for field in _OPEN_PHASE_FIELD.values()}
+    not_run = 0
     for part in raw:
         state = str(part.get("state") or PENDING)
         states[state] = states.get(state, 0) + 1
         open_field = _OPEN_PHASE_FIELD.get(state)
+        started = False
         for field, acc in sums.items():
             value = num(part.get(field))
             if value is not None:
+                started = True
                 acc[0] = value if acc[0] is None else acc[0] + value
             if open_field == field:
                 acc[1] += 1
-    return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()]
+        if state == FAILED and not started:
+            not_run += 1
+    return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()], not_run
 
 
 def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(),
@@ -138,18 +147,23 @@ def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
              for p in kept]
     kind = str(pipe.get("proof_kind") or "")
-    states, totals = _phase_counts(raw)
-    failed = states.get(FAILED, 0)
+    states, totals, not_run = _phase_counts(raw)
+    # A partition failed before any phase started was never run (its job stopped first): the API's
+    # partition runs list only the ones that ran, so the panel counts them apart.
+    failed = states.get(FAILED, 0) - not_run
     hidden = summary.hidden_counts(raw, kept, "state")
     return {
         "job_id": job_id,
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
-        "status": pipe.get("status") or (FAILED if failed else RUNNING),
+        "status": pipe.get("status") or (FAILED if failed or not_run else RUNNING),
         "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
         "partitions_done": pipe.get("partitions_done") or states.get(DONE, 0),
         "partitions_failed": failed,
+        "partitions_not_run": not_run,
+        "reason": next((p["error"] for p in parts if p["error"] and not _never_started(p)),
+                       next((p["error"] for p in parts if p["error"]), "")),
         "partitions": parts,
         "partitions_hidden": hidden,
         "partition_states": states,

@@ -156,7 +156,11 @@ class RateMeter:
                 samples.popleft()
             first_at, first = samples[0]
             span = at - first_at
-            return None if span < self.MIN_SPAN_SECS else 60.0 * (completed - first) / span
+            # No rate until one can be told: a young window with nothing completed in it says
+            # nothing yet (a "0.0" would read as a stalled engine that has just been started).
+            if span < self.MIN_SPAN_SECS or (completed == first and span < self.WINDOW_SECS):
+                return None
+            return 60.0 * (completed - first) / span
 
     def clear(self) -> None:
         with self._lock:

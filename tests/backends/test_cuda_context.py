@@ -56,7 +56,7 @@ def test_out_of_memory_is_reported_and_the_backend_recovers():
 
     backend = CudaBackend(0)
     try:
-        with pytest.raises(DeviceError) as info, backend._errors("allocating a huge buffer"):  # noqa: SLF001 - white-box: the backend's error translation
+        with pytest.raises(DeviceError) as info, backend._errors("allocating a huge buffer"):
             backend.ops.buffer("test:huge", 1 << 50)
         assert info.value.out_of_memory and info.value.gpu_ordinal == 0
         assert "out of device memory" in str(info.value)
@@ -84,7 +84,7 @@ def test_tables_and_bases_are_rebuilt_after_an_out_of_memory():
         pts, sc = random_points(64, rng), [rng.randrange(R) for _ in range(64)]
         first = backend.ntt(v, coset=True)
         backend.msm_g1(pts, sc, bases_key="oom/a")
-        with pytest.raises(DeviceError), backend._errors("allocating a huge buffer"):  # noqa: SLF001 - white-box: the backend's error translation
+        with pytest.raises(DeviceError), backend._errors("allocating a huge buffer"):
             backend.ops.buffer("test:huge", 1 << 50)
         assert backend.ntt(v, coset=True) == first
         assert backend.msm_g1(pts, sc, bases_key="oom/a") == expected_msm(pts, sc)

@@ -42,7 +42,7 @@ def test_cached_bases_are_reused(cuda):
     for _ in range(2):
         sc = [RNG.randrange(R) for _ in range(len(pts))]
         assert cuda.msm_g1(pts, sc, bases_key="test/cached") == expected_msm(pts, sc)
-    assert "test/cached" in cuda._msm._bases  # noqa: SLF001 - white-box: the MSM plan's cached bases
+    assert "test/cached" in cuda._msm._bases
 
 
 def test_device_scan_matches_numpy(cuda):
@@ -51,7 +51,7 @@ def test_device_scan_matches_numpy(cuda):
         data = np.random.default_rng(count).integers(0, 50, size=count, dtype=np.uint32)
         buf = cuda.ops.buffer("test:scan", count * 4)
         cuda.ops.upload(buf, data)
-        plan._scan(buf, count)  # noqa: SLF001 - white-box: one kernel of the MSM plan
+        plan._scan(buf, count)
         got = cuda.ops.download(buf, count * 4)
         assert np.array_equal(got, np.concatenate(([0], np.cumsum(data)[:-1])).astype(np.uint32))
     cuda.ops.release("test:scan")

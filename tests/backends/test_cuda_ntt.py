@@ -46,6 +46,6 @@ def test_compute_h_matches_cpu(cuda, log_n):
 def test_repeated_sizes_reuse_buffers(cuda):
     v = _vec(1 << 10)
     first = cuda.ntt(v)
-    buffers = dict(cuda.ops._buffers)  # noqa: SLF001 - white-box: the device buffer pool
+    buffers = dict(cuda.ops._buffers)
     assert cuda.ntt(v) == first
-    assert all(cuda.ops._buffers[tag] is buf for tag, buf in buffers.items())  # noqa: SLF001 - white-box: the device buffer pool
+    assert all(cuda.ops._buffers[tag] is buf for tag, buf in buffers.items())

@@ -26,7 +26,7 @@ def bn254_files(circom_tools) -> dict:
     if not done.exists():
         with tools.file_lock(final.with_suffix(".lock")):
             if not done.exists():
-                with tools._building(final) as tmp:  # noqa: SLF001 - white-box: the fixture builder's scratch directory
+                with tools._building(final) as tmp:
                     tools.run([tools.tool_bin("circom2"), source, "--r1cs", "--wasm", "-l", tools.NODE_MODULES,
                                "-o", tmp])
                     tools.snarkjs("powersoftau", "new", "bn128", "8", tmp / "0.ptau")

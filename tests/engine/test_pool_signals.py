@@ -20,7 +20,7 @@ def child_pid() -> int:
 def forkserver_pid() -> int:
     from multiprocessing import forkserver
 
-    return forkserver._forkserver._forkserver_pid  # noqa: SLF001 - multiprocessing names no public way to the forkserver's pid
+    return forkserver._forkserver._forkserver_pid
 
 
 def test_signals_from_others_are_ignored_and_the_engines_sigterm_obeyed():

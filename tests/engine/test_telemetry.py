@@ -40,7 +40,7 @@ def test_poller_does_not_start_without_nvml(monkeypatch):
     published: list[list[dict]] = []
     poller = TelemetryPoller(published.append, interval=0.01)
     poller.start()
-    assert poller._thread is None  # noqa: SLF001 - white-box: no poller thread was started
+    assert poller._thread is None
     poller.stop()
     assert published == []
 
@@ -76,7 +76,7 @@ def test_poller_publishes_repeatedly_until_stopped():
     poller.stop()
     count = len(published)
     assert all(set(g[0]) == KEYS for g in published)
-    assert poller._thread is None and len(published) == count  # noqa: SLF001 - white-box: no poller thread was started
+    assert poller._thread is None and len(published) == count
 
 
 def test_a_failing_publish_does_not_stop_the_poller():

@@ -307,12 +307,12 @@ def main(argv: list[str] | None = None) -> int:
                         step_secs=args.step_secs, freeze_step=args.freeze_step)
     print(f"listening on {server.url}", flush=True)
     try:
-        server._httpd.serve_forever(poll_interval=0.1)  # noqa: SLF001 - this module's command line serves in the foreground
+        server._httpd.serve_forever(poll_interval=0.1)
     except KeyboardInterrupt:
         pass
     finally:
-        server._stopping.set()  # noqa: SLF001 - this module's command line serves in the foreground
-        server._httpd.server_close()  # noqa: SLF001 - this module's command line serves in the foreground
+        server._stopping.set()
+        server._httpd.server_close()
     return 0
 
 

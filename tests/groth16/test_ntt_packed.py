@@ -43,7 +43,7 @@ def test_to_mont_and_pinv_are_montgomery_constants():
 def test_slots_are_wide_enough_for_the_simulated_bounds(log_n):
     n = 1 << log_n
     n1 = 1 << ((log_n + 1) // 2)
-    _, _, widest, out_bound = ntt_packed._simulate(n1, n // n1)  # noqa: SLF001 - white-box: the packed NTT's bound simulation
+    _, _, widest, out_bound = ntt_packed._simulate(n1, n // n1)
     slot_bits = 8 * ((widest.bit_length() + 8) // 8)
     assert widest < 1 << slot_bits and out_bound <= widest
 

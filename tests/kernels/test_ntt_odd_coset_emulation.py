@@ -44,7 +44,7 @@ def test_satisfied_rows_give_the_odd_coset_values_not_zero(emu):
 def test_ntt_with_ffjavascripts_roots(emu, inverse):
     v = _vec(128)
     omega = field.ffjs_root_of_unity(128)
-    assert emu._ntt.ntt(v, inverse=inverse, roots=FFJS_ROOTS) == field.reference_ntt(v, inverse=inverse, omega=omega)  # noqa: SLF001 - white-box: the emulated NTT alone
+    assert emu._ntt.ntt(v, inverse=inverse, roots=FFJS_ROOTS) == field.reference_ntt(v, inverse=inverse, omega=omega)
     assert field.ffjs_root_of_unity(128) != field.root_of_unity(128)  # the two tables really differ
 
 

@@ -45,7 +45,7 @@ def _batch_doc() -> dict[str, Any]:
 class _Sources(BaseHTTPRequestHandler):
     docs: dict[str, bytes] = {}
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = self.docs.get(self.path.split("/")[1], b"")
         self.send_response(200 if body else 404)
         self.send_header("Content-Type", "application/json")

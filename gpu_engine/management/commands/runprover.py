@@ -26,6 +26,18 @@ from gpu_engine.formatting import human_bytes
 from vastmanager import serving
 
 
+def _release_ipc_now(timeout: float = 1.0) -> None:
+    """Before an immediate exit: run multiprocessing's own exit-time cleanups that do not wait (its
+    queues' close and its named semaphores' unlink), so the resource tracker finds nothing left to
+    clean and warns of no leak. Bounded: an exit on request never waits on them for long."""
+    import multiprocessing.util
+
+    # multiprocessing runs these at exit; an exit that skips the interpreter's teardown must call them itself
+    worker = threading.Thread(target=multiprocessing.util._run_finalizers, args=(0,), daemon=True)  # noqa: SLF001
+    worker.start()
+    worker.join(timeout)
+
+
 class Command(BaseCommand):
     help = "Prove queued jobs (and serve the status panel and job API unless --no-serve)."
 
@@ -129,6 +141,7 @@ class Command(BaseCommand):
             if signals["count"] > 1:
                 sys.stderr.write("second signal: exiting now (held leases will expire)\n")
                 sys.stderr.flush()
+                _release_ipc_now()
                 os._exit(128 + signum)
             sys.stderr.write(f"{signal.Signals(signum).name}: no new claims; finishing held jobs "
                              f"(up to {cfg.drain_secs:.0f}s, then returning them). Signal again to exit now.\n")
@@ -164,7 +177,9 @@ class Command(BaseCommand):
         with engine.stats.lock:
             done = sum(engine.stats.done_by_kind.values())
             failed = sum(engine.stats.failed_by_kind.values())
-        self.stdout.write(f"stopped: {done} proved, {failed} failed")
+            cancelled = sum(engine.stats.cancelled_by_kind.values())
+        stopped = f"stopped: {done} proved, {failed} failed" + (f", {cancelled} cancelled" if cancelled else "")
+        self.stdout.write(stopped)
         if engine.fatal_error is not None:
             raise CommandError(f"{engine.fatal_error}; held jobs were returned to the queue (see the log above)")
         if server_failed:
