@@ -7,6 +7,10 @@
   const panel = document.getElementById("panel");
   const strip = document.querySelector("[data-alerts]");
   if (!panel || !strip) return;
+  // Ask the stream for the alerts frame: this script runs before panel.js (both deferred, in order),
+  // which opens the socket on this path.
+  const wsPath = panel.dataset.wsPath || "";
+  if (!/[?&]alerts=/.test(wsPath)) panel.dataset.wsPath = wsPath + (wsPath.indexOf("?") < 0 ? "?" : "&") + "alerts=1";
   const body = strip.querySelector("[data-alerts-body]");
   const enginesEl = document.getElementById("engines");
   let clockOffset = parseFloat(panel.dataset.serverNow) - Date.now() / 1000 || 0;
