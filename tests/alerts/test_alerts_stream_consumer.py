@@ -108,3 +108,32 @@ async def test_a_bad_alerts_parameter_is_refused() -> None:
     comm = communicator(f"/ws/status/?token={TOKEN}&alerts=yes", [ORIGIN])
     connected, code = await comm.connect()
     assert not connected and code == 4403
+
+
+async def test_an_acknowledge_served_here_reaches_clients_at_once_not_at_the_next_poll() -> None:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from statuspanel.alerts import broadcast
+
+    await sync_to_async(_evaluate)(Feed(), "box-1")
+    slow = AlertStream(interval=60.0)  # only a wake makes it look again within this test
+    slow.attach_loop(asyncio.get_running_loop())
+    broadcast._current = slow.start()
+    try:
+        comm = await _open("&alerts=1&format=json")
+        first = await _frame(comm)
+        assert first["alerts"][0]["acknowledged_by"] is None
+
+        def post() -> int:
+            client = Client()
+            client.force_login(get_user_model().objects.create_user("carol", password="x" * 20))
+            return client.post(f"/api/alerts/{first['alerts'][0]['id']}/acknowledge").status_code
+
+        assert await sync_to_async(post)() == 200
+        acked = await _frame(comm)  # within receive_from's 5 s, far under the 60 s poll
+        assert acked["alerts"][0]["acknowledged_by"] == "carol" and acked["seq"] > first["seq"]
+        await comm.disconnect()
+    finally:
+        broadcast._current = None
+        await asyncio.to_thread(slow.stop)

@@ -29,7 +29,7 @@ def fleet(tmp_path):
     with CuzkServer("race", freeze_step=SETTLED) as racer, CuzkServer("fixture") as dark, \
             Dashboard(tmp_path / "dash", TOKEN) as dash:
         manage(dash.env, "setalertrule", "source-down", "--for", "1")
-        for quiet in ("gpu-idle-while-queued", "failure-burst", "partition-stuck"):
+        for quiet in ("gpu-idle-while-queued", "failure-burst", "partition-stuck"):  # the first turned on later
             manage(dash.env, "setalertrule", quiet, "--disable")
         dash.add_source("box-race", "--kind", "cuzk", "--url", racer.url, "--interval", "0.5")
         dash.add_source("box-dark", "--kind", "cuzk", "--url", dark.url, "--interval", "0.5")
@@ -72,13 +72,17 @@ def test_alert_strip_live_acknowledge_and_silence_in_chromium(fleet, panel_login
     assert page.locator("#alerts").is_hidden() and page.locator("[data-alert-badge]").count() == 0
     page.evaluate("() => { window.sameDocument = true; }")
 
-    # Trouble, for real: one box goes dark, the other holds the split-proving race.
+    # Trouble, for real: one box goes dark, the other holds the split-proving race, and the operator
+    # turns on the idle-GPU rule (the racing box's two workers sit idle while 3 jobs wait).
     dark.stop()
     racer.freeze_step = RACE
+    manage(dash.env, "setalertrule", "gpu-idle-while-queued", "--enable", "--for", "1")
     page.wait_for_selector(_item("box-dark", "source-down"), timeout=60_000)
     for p in (5, 6):
         page.wait_for_selector(f'{_item("box-race", "tracker-inconsistent")}[data-subject="{RACE_JOB}#{p}"]',
                                timeout=60_000)
+    for w in (0, 1):
+        page.wait_for_selector(f'{_item("box-race", "gpu-idle-while-queued")}[data-subject="W{w}"]', timeout=60_000)
     assert page.evaluate("() => window.sameDocument === true")  # it arrived live, not by a reload
     assert page.locator("#alerts").is_visible()
     # Whole labels: the job id and partition, the engine, the message, never cut.
@@ -86,7 +90,10 @@ def test_alert_strip_live_acknowledge_and_silence_in_chromium(fleet, panel_login
     assert f"box-race · {RACE_JOB}#5" in race_item.locator(".alert-where").inner_text()
     assert "3 snapshots in a row" in race_item.locator(".alert-msg").inner_text()
     assert page.evaluate(NO_SIDEWAYS_OVERFLOW)["cut"] == 0
-    # Badges: each engine section, the dark source's header, the racing partitions' cells.
+    # Badges: each engine section, the dark source's header, the idle worker cards, the racing cells.
+    for w in (0, 1):
+        card = f'section.engine[data-engine-id="box-race"] article.worker[data-worker-id="{w}"]'
+        assert "gpu-idle-while-queued" in page.inner_text(f"{card} header [data-alert-badge]")
     for engine in ("box-race", "box-dark"):
         assert page.locator(f'section.engine[data-engine-id="{engine}"] .engine-head [data-alert-badge]').count() >= 1
     assert page.locator('section.engine[data-engine-id="box-dark"] .engine-id.has-alert').count() == 1
@@ -98,7 +105,7 @@ def test_alert_strip_live_acknowledge_and_silence_in_chromium(fleet, panel_login
     seq = int(page.get_attribute('section.engine[data-engine-id="box-race"] .engine-body', "data-seq"))
     page.wait_for_function("(s) => +document.querySelector('section.engine[data-engine-id=\"box-race\"] "
                            ".engine-body').dataset.seq > s + 2", arg=seq, timeout=15_000)
-    page.wait_for_selector(f'section.engine[data-engine-id="box-race"] .cell[data-index="5"].has-alert', timeout=5_000)
+    page.wait_for_selector('section.engine[data-engine-id="box-race"] .cell[data-index="5"].has-alert', timeout=5_000)
     # The age grows live.
     age = page.locator(f'{_item("box-dark", "source-down")} time[data-since]')
     first = age.inner_text()
@@ -129,7 +136,7 @@ def test_alert_strip_live_acknowledge_and_silence_in_chromium(fleet, panel_login
     page.wait_for_selector("[data-conn].conn-live", timeout=15_000)
     assert page.locator(f'{_item("box-dark", "source-down")}.acked').count() == 1
     assert page.locator(f"{silenced}.silenced").count() == 1
-    assert page.locator('#alerts li.alert').count() == 3
+    assert page.locator('#alerts li.alert').count() == 5
 
     # A phone: the strip whole, nothing sideways.
     phone = panel_login(dash.base, TOKEN, width=420, height=900)
