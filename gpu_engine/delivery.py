@@ -55,9 +55,10 @@ class Delivery:
     """Cache, heartbeat registration and group sends for one producer (one engine or many)."""
 
     def __init__(self, policy: SendPolicy, *, channel_layer: Any = None, cache: Any = None,
-                 what: str = "snapshot") -> None:
+                 what: str = "snapshot", group: str = STATUS_GROUP) -> None:
         self.policy = policy
         self.what = what  # how the log names this producer's sends
+        self.group = group  # the channel-layer group its messages go to
         self._layer = channel_layer
         self._cache = cache
         self._server_loop: asyncio.AbstractEventLoop | None = None
@@ -99,7 +100,7 @@ class Delivery:
         layer = self.channel_layer
         if layer is None:
             return
-        engine_id = message["engine_id"]
+        engine_id = message.get("engine_id", message["type"])  # what "one send in flight" is counted by
         target = self._server_loop
         if target is not None and target.is_closed():
             raise RuntimeError("the attached event loop is closed")
@@ -108,14 +109,14 @@ class Delivery:
             if self._private_loop is None:
                 self._private_loop = asyncio.new_event_loop()
             self._private_loop.run_until_complete(
-                asyncio.wait_for(layer.group_send(STATUS_GROUP, message), SEND_TIMEOUT_SECS))
+                asyncio.wait_for(layer.group_send(self.group, message), SEND_TIMEOUT_SECS))
             return
         if not self._make_room(engine_id, blocking_allowed=running is None):
             return
         if target is not None:
-            future = asyncio.run_coroutine_threadsafe(layer.group_send(STATUS_GROUP, message), target)
+            future = asyncio.run_coroutine_threadsafe(layer.group_send(self.group, message), target)
         else:
-            future = asyncio.ensure_future(asyncio.wait_for(layer.group_send(STATUS_GROUP, message),
+            future = asyncio.ensure_future(asyncio.wait_for(layer.group_send(self.group, message),
                                                             SEND_TIMEOUT_SECS))
         future.add_done_callback(partial(self._sent, engine_id))
         self._inflight[engine_id] = future

@@ -85,9 +85,11 @@ class PanelServing:
         try:
             server.run()
         finally:
+            from statuspanel.alerts.broadcast import stop_stream
             from statuspanel.alerts.serving import stop_evaluator
 
             stop_evaluator()
+            stop_stream()
             if self.fleet:
                 from statuspanel.fleet.serving import stop_collector
 
@@ -105,3 +107,7 @@ class PanelServing:
         from statuspanel.alerts.serving import start_evaluator
 
         start_evaluator()
+        # The firing alerts onto this process's WebSocket clients (whichever process evaluates).
+        from statuspanel.alerts.broadcast import start_stream
+
+        start_stream(loop)

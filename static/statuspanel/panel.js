@@ -270,6 +270,7 @@
       let frame;
       try { frame = JSON.parse(ev.data); } catch (e) { return; }
       if (frame.type === "error") { console.warn("panel:", frame.error); return; }
+      if (frame.type === "alerts") { panel.dispatchEvent(new CustomEvent("panel:alerts", { detail: frame })); return; }
       applyFrame(frame);
     };
     socket.onclose = function () {

@@ -9,7 +9,7 @@ import json
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from statuspanel.alerts import panel
+from statuspanel.alerts import broadcast, panel
 from statuspanel.auth import api_auth_required, status_auth_required
 
 TOKEN_OPERATOR = "api-token"  # who acted, when the operator's bearer token was used instead of a session
@@ -46,6 +46,7 @@ def _act(request: HttpRequest, alert_id: int, action: str) -> JsonResponse:
             alert = panel.silence(alert_id, data["minutes"], who)
     except panel.AlertActionError as exc:
         return JsonResponse({"error": str(exc)}, status=exc.status)
+    broadcast.changed()  # this process's clients see it now, not at the next poll
     return JsonResponse({"alert": alert.to_dict()})
 
 

@@ -7,6 +7,10 @@ snapshots again); anything else gets an error frame and the connection stays ope
 MAX_CLIENT_MESSAGE closes the connection with 4009 and the reason (1009 is a code the server side
 of this stack cannot send).
 
+A client that asks with `alerts=1` (the panel does) also gets the alerts frame
+(statuspanel/stream/alerts.py, docs/ALERTS.md): the whole set of firing alerts on connect, on a
+resync, and whenever it changes; without it the stream is exactly as it was before alerts.
+
 Back-pressure: where the server gives the connection a send window (vastmanager.backpressure), a
 client that falls behind is sent nothing while its window is closed; only the latest frame of
 each engine is kept for it (a reference to the frame every client shares) and sent when it has
@@ -28,6 +32,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from gpu_engine import wire
 from statuspanel.auth import can_read_status, session_is_current
 from statuspanel.render.engine import engine_id_of
+from statuspanel.stream import alerts as alerts_frame
 from statuspanel.stream.frames import encoded_snapshot_frame_async, snapshot_frame
 from vastmanager.backpressure import SendWindow, send_window
 
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 MAX_CLIENT_MESSAGE = 64 * 1024
 CLOSE_MESSAGE_TOO_BIG = 4009
 CLOSE_POLICY_VIOLATION = 4403
+ALERTS_KEY = " alerts"  # its slot among the frames kept for a client behind (no engine id has a space)
 
 
 class StatusConsumer(AsyncWebsocketConsumer):
@@ -47,12 +53,17 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.window: SendWindow | None = None
         self.pending: dict[str, str] = {}  # engine id -> its latest frame not yet sent (window closed)
         self.flushing: asyncio.Task | None = None
+        self.alerts_group: str | None = None  # set when the client asked for the alerts frame
+        self.alerts_seq = -1
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Snapshot fan-out never touches the ORM: skip the base class's per-message
         # aclose_old_connections() thread hop, which halves throughput at hundreds of clients.
         if message.get("type") == wire.MESSAGE_TYPE:
             await self.status_snapshot(message)
+            return
+        if message.get("type") == alerts_frame.MESSAGE_TYPE:
+            await self.status_alerts(message)
             return
         await super().dispatch(message)
 
@@ -78,6 +89,10 @@ class StatusConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
         self.with_html = fmt == "html"
+        wants_alerts = (query.get("alerts") or ["0"])[0]
+        if wants_alerts not in ("0", "1"):
+            await self.close(code=CLOSE_POLICY_VIOLATION)
+            return
         self.window = send_window(self.scope)
         if self.window is not None:
             self.window.on_open(self._window_opened)
@@ -85,6 +100,11 @@ class StatusConsumer(AsyncWebsocketConsumer):
         # and the seq check drops the second copy.
         await self.channel_layer.group_add(wire.STATUS_GROUP, self.channel_name)
         self.joined = True
+        if wants_alerts == "1":
+            from statuspanel.alerts.broadcast import ALERTS_GROUP
+
+            await self.channel_layer.group_add(ALERTS_GROUP, self.channel_name)
+            self.alerts_group = ALERTS_GROUP
         await self.accept()
         await self.send_latest()
 
@@ -95,12 +115,34 @@ class StatusConsumer(AsyncWebsocketConsumer):
         if self.joined:
             await self.channel_layer.group_discard(wire.STATUS_GROUP, self.channel_name)
             self.joined = False
+        if self.alerts_group is not None:
+            await self.channel_layer.group_discard(self.alerts_group, self.channel_name)
+            self.alerts_group = None
         raise StopConsumer()
 
     async def send_latest(self) -> None:
         live, _gone = wire.latest_snapshots()
         for snap in live:
             await self.send_snapshot(snap)
+        if self.alerts_group is not None:
+            await self.send_alerts()
+
+    async def send_alerts(self) -> None:
+        """The latest alerts frame (the stream's, or read now where no stream runs in this process)."""
+        from statuspanel.alerts.broadcast import frames_now
+
+        seq, as_json, as_html = await database_sync_to_async(frames_now)()
+        self.alerts_seq = max(self.alerts_seq, seq)
+        await self.deliver(ALERTS_KEY, as_html if self.with_html else as_json)
+
+    async def status_alerts(self, message: dict[str, Any]) -> None:
+        seq, frame = message.get("seq"), message.get("html" if self.with_html else "json")
+        if self.alerts_group is None or not isinstance(seq, int) or not isinstance(frame, str):
+            return
+        if seq <= self.alerts_seq:
+            return  # the client has this set already (sent on connect) or a newer one
+        self.alerts_seq = seq
+        await self.deliver(ALERTS_KEY, frame)
 
     # -- outgoing -------------------------------------------------------------------------------
     async def send_text(self, text: str) -> None:
@@ -177,6 +219,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         elif kind == "resync":
             self.last_seq.clear()
             self.pending.clear()
+            self.alerts_seq = -1
             await self.send_latest()
         else:
             await self.send_error('unknown message; expected {"type": "ping"} or {"type": "resync"}')
