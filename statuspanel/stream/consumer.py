@@ -4,10 +4,10 @@ Frames are `{"type": "snapshot", "engine_id", "seq", "snapshot", "html"}` (`?for
 `html`), encoded once per snapshot per process (statuspanel.stream.frames), not once per client.
 With `?patch=1` a client that holds an engine's frame gets `{"type": "patch", ...}` frames after it
 (statuspanel.stream.patches): only when it holds exactly the patch's `base` (what was last sent to
-it, tracked here per engine); otherwise the full frame. An HTML patch that changes nothing shown
-is not sent, except once per the engine's heartbeat (the page would mark the engine stale).
+it, tracked here per engine); otherwise the full frame.
 Clients may send `{"type": "ping"}` (answered with a pong) or `{"type": "resync"}` (the latest
-snapshots again; `{"type": "resync", "engine_id": id}`: that engine's only); anything else gets an error frame and the connection stays open. A message over
+snapshots again; `{"type": "resync", "engine_id": id}`: that engine's only); anything else gets an
+error frame and the connection stays open. A message over
 MAX_CLIENT_MESSAGE closes the connection with 4009 and the reason (1009 is a code the server side
 of this stack cannot send).
 
@@ -53,7 +53,6 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.pending: dict[str, tuple[str, int | None]] = {}  # engine id -> its latest frame not yet sent, its seq
         self.patches = False
         self.sent: dict[str, int] = {}  # engine id -> the seq of the last frame of it handed to the socket
-        self.sent_at: dict[str, float] = {}  # engine id -> when (loop time)
         self.flushing: asyncio.Task | None = None
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -126,7 +125,6 @@ class StatusConsumer(AsyncWebsocketConsumer):
     async def send_frame(self, engine_id: str, frame: str, seq: int | None) -> None:
         if seq is not None:
             self.sent[engine_id] = seq
-            self.sent_at[engine_id] = asyncio.get_running_loop().time()
         await self.send_text(frame)
 
     async def deliver(self, engine_id: str, frame: str, seq: int | None = None) -> None:
@@ -162,7 +160,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
             if seq <= self.last_seq.get(engine_id, -1):
                 return  # stale or duplicate: never move a client backwards
             self.last_seq[engine_id] = seq
-        await self.deliver(engine_id, snapshot_frame(snap, with_html=self.with_html), seq if isinstance(seq, int) else None)
+        frame = snapshot_frame(snap, with_html=self.with_html)
+        await self.deliver(engine_id, frame, seq if isinstance(seq, int) else None)
 
     async def status_snapshot(self, message: dict[str, Any]) -> None:
         engine_id, seq, encoded = message.get("engine_id"), message.get("seq"), message.get("snapshot_json")
@@ -175,19 +174,12 @@ class StatusConsumer(AsyncWebsocketConsumer):
                 return
             if self.patches and engine_id in self.sent:
                 patch = patches.patch_frame(engine_id, self.sent[engine_id], seq, self.with_html)
-                if patch is not None:
-                    frame, idle = patch
-                    if idle and self._heard_recently(engine_id, seq):
-                        return  # nothing shown changed: the client keeps its frame (and its base)
+                frame = frame if patch is None else patch
             await self.deliver(engine_id, frame, seq)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):
             await self.send_snapshot(snap)
-
-    def _heard_recently(self, engine_id: str, seq: int) -> bool:
-        since = asyncio.get_running_loop().time() - self.sent_at.get(engine_id, float("-inf"))
-        return since < patches.heartbeat_secs(engine_id, seq)
 
     async def send_error(self, error: str) -> None:
         await self.send_text(json.dumps({"type": "error", "error": error}))

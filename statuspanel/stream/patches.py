@@ -33,8 +33,6 @@ held = LRU(HELD_FRAMES)  # (engine, seq, with_html) -> Sections | snapshot JSON 
 patch_cache = LRU(512)
 parsed_snapshots = LRU(256)
 BODY_CLASS = "engine-body"
-# Section attributes that change with every snapshot even when nothing shown changed.
-LIVENESS_ATTRS = frozenset({"data-seq", "data-published-at"})
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
                        "source", "track", "wbr"})
 
@@ -135,7 +133,7 @@ def _head(engine_id: str, seq: int, base: int) -> dict[str, Any]:
     return {"type": "patch", "engine_id": engine_id, "seq": seq, "base": base}
 
 
-def _html_patch(engine_id: str, base: int, seq: int, old: Sections, new: Sections) -> tuple[str, bool] | None:
+def _html_patch(engine_id: str, base: int, seq: int, old: Sections, new: Sections) -> str | None:
     if old.order != new.order:
         return None
     regions = {n: new.regions[n] for n in new.order if old.regions[n] != new.regions[n]}
@@ -144,26 +142,25 @@ def _html_patch(engine_id: str, base: int, seq: int, old: Sections, new: Section
     frame = {**_head(engine_id, seq, base), "attrs": attrs, "regions": regions}
     if new.counters != old.counters:
         frame["counters"] = new.counters
-    idle = not regions and "counters" not in frame and set(attrs) <= LIVENESS_ATTRS
-    return json.dumps(frame, separators=(",", ":")), idle
+    return json.dumps(frame, separators=(",", ":"))
 
 
-def _json_patch(engine_id: str, base: int, seq: int, old: dict[str, Any], new: dict[str, Any]) -> tuple[str, bool]:
+def _json_patch(engine_id: str, base: int, seq: int, old: dict[str, Any], new: dict[str, Any]) -> str:
     changed = {k: v for k, v in new.items() if k not in old or old[k] != v}
     gone = [k for k in old if k not in new]
     frame = {**_head(engine_id, seq, base), "set": changed, "unset": gone}
-    return json.dumps(frame, separators=(",", ":")), False
+    return json.dumps(frame, separators=(",", ":"))
 
 
-def patch_frame(engine_id: str, base: int, seq: int, with_html: bool) -> tuple[str, bool] | None:
-    """(the patch from `base` to `seq`, whether it changes nothing shown), or None: send the full frame.
+def patch_frame(engine_id: str, base: int, seq: int, with_html: bool) -> str | None:
+    """The patch from `base` to `seq`, or None: send the full frame.
 
     Built once per (engine, base -> seq, format) and shared by every client holding `base`."""
     old, new = held.get((engine_id, base, with_html)), held.get((engine_id, seq, with_html))
     if old is None or new is None or base >= seq:
         return None
 
-    def build() -> tuple[str, bool] | None:
+    def build() -> str | None:
         if with_html:
             return _html_patch(engine_id, base, seq, old, new)
         old_snap, new_snap = _snapshot(engine_id, base, old), _snapshot(engine_id, seq, new)
@@ -172,15 +169,6 @@ def patch_frame(engine_id: str, base: int, seq: int, with_html: bool) -> tuple[s
         return _json_patch(engine_id, base, seq, old_snap, new_snap)
 
     return patch_cache.get_or_build((engine_id, base, seq, with_html), build)
-
-
-def heartbeat_secs(engine_id: str, seq: int) -> float:
-    """The engine's heartbeat as its section states it (an idle patch is still sent this often)."""
-    sections = held.get((engine_id, seq, True))
-    try:
-        return float(sections.attrs.get("data-heartbeat-secs") or 5) if isinstance(sections, Sections) else 5.0
-    except ValueError:
-        return 5.0
 
 
 def clear() -> None:
