@@ -28,7 +28,7 @@ from typing import Any
 
 from statuspanel.render.cache import LRU
 
-HELD_FRAMES = 1024
+HELD_FRAMES = 512  # as many as frame_cache: a held section costs about what its frame does
 held = LRU(HELD_FRAMES)  # (engine, seq, with_html) -> Sections | snapshot JSON text
 patch_cache = LRU(512)
 parsed_snapshots = LRU(256)
