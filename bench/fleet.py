@@ -12,7 +12,9 @@ is online, over the window it prints: the dashboard process's CPU (share of one 
 collector, Daphne and the renders), the collector's poll latency p50/p95 (each snapshot's
 `source.poll_ms`, one per poll), the snapshots published per second, WebSocket bytes and frames per
 client per second (the page's format, with the rendered HTML, and `?format=json`), and the
-`/healthz` round trip meanwhile.
+`/healthz` round trip meanwhile. The page's clients run in pairs on the same dashboard: whole frames
+(without `?patch=1`) and patch frames (`?patch=1`, as the page asks), side by side; `--full-frames`
+runs only the first.
 """
 from __future__ import annotations
 
@@ -118,20 +120,22 @@ def _q(values: list[float], pct: int) -> float:
     return statistics.quantiles(values, n=100)[pct - 1]
 
 
-async def measure(base: str, port: int, pid: int, clients: int, seconds: float) -> dict:
+async def measure(base: str, port: int, pid: int, clients: int, seconds: float, patched: bool = True) -> dict:
     import psutil
 
     counting = [False]
     errors: list[str] = []
     html_bytes = [0] * clients
     html_frames = [0] * clients
+    patch_bytes = [0] * clients if patched else []
+    patch_frames = [0] * clients if patched else []
     json_bytes, json_frames = [0], [0]
     polls: dict[tuple[str, int], float] = {}  # (engine, seq) -> poll_ms
 
-    def html_client(i: int):
+    def html_client(i: int, sizes: list[int], counts: list[int]):
         def on_frame(text: str, now: float) -> None:
-            html_bytes[i] += len(text.encode())
-            html_frames[i] += 1
+            sizes[i] += len(text.encode())
+            counts[i] += 1
         return on_frame
 
     def on_json(text: str, now: float) -> None:
@@ -144,8 +148,11 @@ async def measure(base: str, port: int, pid: int, clients: int, seconds: float) 
             polls[(frame["engine_id"], frame["seq"])] = src["poll_ms"]
 
     url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}"
-    ready = [asyncio.Event() for _ in range(clients + 1)]
-    tasks = [asyncio.create_task(wsb.client(url, html_client(i), counting, ready[i], errors)) for i in range(clients)]
+    ready = [asyncio.Event() for _ in range(clients + len(patch_bytes) + 1)]
+    tasks = [asyncio.create_task(wsb.client(url + "&patch=0", html_client(i, html_bytes, html_frames), counting,
+                                            ready[i], errors)) for i in range(clients)]
+    tasks += [asyncio.create_task(wsb.client(url + "&patch=1", html_client(i, patch_bytes, patch_frames), counting,
+                                             ready[clients + i], errors)) for i in range(len(patch_bytes))]
     tasks.append(asyncio.create_task(wsb.client(url + "&format=json", on_json, counting, ready[-1], errors)))
     await asyncio.wait_for(asyncio.gather(*(e.wait() for e in ready)), 60)
     await asyncio.sleep(3.0)  # the connect-time burst of every engine's latest snapshot is not the steady state
@@ -177,13 +184,16 @@ async def measure(base: str, port: int, pid: int, clients: int, seconds: float) 
         "frames_per_s": json_frames[0] / wall,
         "html_bytes_per_s": statistics.mean(html_bytes) / wall if clients else 0.0,
         "html_frames_per_s": statistics.mean(html_frames) / wall if clients else 0.0,
+        "patch_bytes_per_s": statistics.mean(patch_bytes) / wall if patch_bytes else float("nan"),
+        "patch_frames_per_s": statistics.mean(patch_frames) / wall if patch_frames else float("nan"),
         "json_bytes_per_s": json_bytes[0] / wall,
         "healthz_p50": 1000 * _q(healthz, 50), "healthz_p95": 1000 * _q(healthz, 95),
         "healthz_max": 1000 * max(healthz) if healthz else float("nan"),
     }
 
 
-def run(sources: int, interval: float, seconds: float, clients: int, grpc_share: float = 0.0) -> dict:
+def run(sources: int, interval: float, seconds: float, clients: int, grpc_share: float = 0.0,
+        patched: bool = True) -> dict:
     with tempfile.TemporaryDirectory(prefix="vm-bench-fleet-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
                    PYTHONPATH=str(ROOT))
@@ -202,7 +212,7 @@ def run(sources: int, interval: float, seconds: float, clients: int, grpc_share:
             dash = subprocess.Popen(watch, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
             wait_http(f"{base}/healthz", dash, timeout=120)
             settle = wait_online(base, sources)
-            result = asyncio.run(measure(base, port, dash.pid, clients, seconds))
+            result = asyncio.run(measure(base, port, dash.pid, clients, seconds, patched))
             result.update(sources=sources, interval=interval, clients=clients, settle_s=settle,
                           grpc=len(ports["grpc"]))
             return result
@@ -221,6 +231,8 @@ def main() -> None:
                     help="WebSocket clients in the page's format (HTML); one JSON client always runs too")
     ap.add_argument("--grpc", type=float, nargs="?", const=0.5, default=0.0, metavar="SHARE",
                     help="the share of sources that are cuzk gRPC daemons (0.5 when given alone)")
+    ap.add_argument("--full-frames", action="store_true",
+                    help="only whole-frame clients, not side by side with patched ones (?patch=1)")
     ap.add_argument("--serve-fleet", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--add-sources", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -234,15 +246,17 @@ def main() -> None:
           f"cores={os.cpu_count()}")
     print(f"{'sources':>7} {'grpc':>5} {'clients':>7} {'dash CPU':>9} {'RSS MiB':>8} {'polls':>6} {'poll p50':>9} "
           f"{'poll p95':>9} "
-          f"{'snap/s':>7} {'html B/s/client':>16} {'html fr/s':>9} {'json B/s':>10} {'healthz p50/p95/max ms':>23} "
+          f"{'snap/s':>7} {'html B/s/client':>16} {'html fr/s':>9} {'patch B/s/client':>16} {'patch fr/s':>10} "
+          f"{'json B/s':>10} {'healthz p50/p95/max ms':>23} "
           f"{'errors':>6} {'http p50/p95 ms':>16} {'grpc p50/p95 ms':>16}")
     for n in args.sources:
         for c in args.clients:
-            r = run(n, args.interval, args.seconds, c, args.grpc)
+            r = run(n, args.interval, args.seconds, c, args.grpc, not args.full_frames)
             print(f"{r['sources']:>7} {r['grpc']:>5} {r['clients']:>7} {r['cpu_pct']:>8.1f}% {r['rss_mib']:>8.0f} "
                   f"{r['polls']:>6} "
                   f"{r['poll_p50']:>7.1f}ms {r['poll_p95']:>7.1f}ms {r['frames_per_s']:>7.1f} "
-                  f"{r['html_bytes_per_s']:>16,.0f} {r['html_frames_per_s']:>9.1f} {r['json_bytes_per_s']:>10,.0f} "
+                  f"{r['html_bytes_per_s']:>16,.0f} {r['html_frames_per_s']:>9.1f} {r['patch_bytes_per_s']:>16,.0f} "
+                  f"{r['patch_frames_per_s']:>10.1f} {r['json_bytes_per_s']:>10,.0f} "
                   f"{r['healthz_p50']:>8.1f}/{r['healthz_p95']:.1f}/{r['healthz_max']:.1f} {r['errors']:>6} "
                   f"{r['http_p50']:>7.1f}/{r['http_p95']:<8.1f} {r['grpc_p50']:>7.1f}/{r['grpc_p95']:<8.1f}",
                   flush=True)

@@ -1,12 +1,15 @@
 """WebSocket fan-out benchmark: N clients on one Daphne process while the publisher sends 10/s.
 
-    .venv/bin/python bench/websocket.py --clients 100 200 500 [--seconds 10] [--format html|json]
+    .venv/bin/python bench/websocket.py --clients 100 200 500 [--seconds 10] [--format html|json] [--full-frames]
 
 For each N it starts a fresh server process (Daphne serving the real ASGI app in-process, with a
 SnapshotPublisher attached to the server's loop, as runprover does in the embedded mode, fed by a
 tracker that changes ~50 times a second so the publisher runs at its cap), connects N clients,
 and prints the delivery latency (client receive time minus the snapshot's `published_at`, same
-machine clock), frames delivered vs published, and the server's and the clients' CPU.
+machine clock), frames delivered vs published, the server's and the clients' CPU, and the bytes and
+frames per client per second. Each N runs twice, side by side: `full` (whole frames, the behaviour
+without `?patch=1`) and `patch` (`?patch=1`: a full frame, then patch frames); `--full-frames` runs
+only the first.
 """
 from __future__ import annotations
 
@@ -96,10 +99,14 @@ def serve(port: int, rate: float) -> None:
 # -- client side ----------------------------------------------------------------------------------
 def _published_at(text: str) -> float | None:
     # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
-    i = text.rfind('"published_at":')
-    if i < 0:
+    # An HTML patch carries it as the section's attribute (a string).
+    for key in ('"published_at":', '"data-published-at":"'):
+        i = text.rfind(key)
+        if i >= 0:
+            break
+    else:
         return None
-    j = i + len('"published_at":')
+    j = i + len(key)
     k = j
     while k < len(text) and text[k] in "0123456789.eE+-":
         k += 1
@@ -127,8 +134,9 @@ async def client(url: str, on_frame: Callable[[str, float], None], counting: lis
         ready.set()  # a refused client must not hold the others' start for two minutes
 
 
-def _record_latency(latencies: list[float]) -> Callable[[str, float], None]:
+def _record_latency(latencies: list[float], sizes: list[int]) -> Callable[[str, float], None]:
     def on_frame(text: str, now: float) -> None:
+        sizes.append(len(text.encode()) if not text.isascii() else len(text))
         published = _published_at(text)
         if published is not None:
             latencies.append(now - published)
@@ -149,11 +157,13 @@ def _tree_cpu(proc) -> float:
     return total
 
 
-async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: int, rate: float) -> dict:
+async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: int, rate: float,
+                      patch: bool = False) -> dict:
     import psutil
 
-    url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}"
+    url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}&patch={int(patch)}"
     latencies: list[float] = []
+    sizes: list[int] = []
     counting = [False]
     errors: list[str] = []
     tasks, events = [], []
@@ -163,7 +173,7 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: i
             ev = asyncio.Event()
             events.append(ev)
             batch.append(ev)
-            tasks.append(asyncio.create_task(client(url, _record_latency(latencies), counting, ev, errors)))
+            tasks.append(asyncio.create_task(client(url, _record_latency(latencies, sizes), counting, ev, errors)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
     server, me = psutil.Process(server_pid), psutil.Process()
@@ -180,14 +190,16 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: i
     lat = sorted(latencies)
     q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
     return {
-        "clients": n, "frames": len(lat), "expected": int(n * rate * wall), "errors": len(errors),
+        "clients": n, "frames": len(lat), "mode": "patch" if patch else "full",
+        "bytes_per_client_s": sum(sizes) / n / wall, "frames_per_client_s": len(sizes) / n / wall,
+        "expected": int(n * rate * wall), "errors": len(errors),
         "server_cpu_children_pct": 100 * (_tree_cpu(server) - tree0) / wall,
         "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94], "p99_ms": 1000 * q[98], "max_ms": 1000 * lat[-1] if lat else 0,
         "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * (c1 - c0) / wall,
     }
 
 
-def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str) -> dict:
+def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str, patch: bool = False) -> dict:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="vm-bench-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
@@ -211,7 +223,7 @@ def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str) -> dic
                 line = proc.stdout.readline()
                 if "READY" not in line:
                     raise RuntimeError(f"server did not start: {line!r}")
-            return asyncio.run(run_clients(port, n, seconds, fmt, proc.pid, rate))
+            return asyncio.run(run_clients(port, n, seconds, fmt, proc.pid, rate, patch))
         finally:
             stop_now(proc)
 
@@ -227,6 +239,8 @@ def main() -> None:
                          "runprover: `runprover --demo --backend cpu` (fan-out while proving)")
     ap.add_argument("--layer", default="", help="channel layer class for the synthetic server (A/B), e.g. "
                     "channels.layers.InMemoryChannelLayer; default: the settings' layer")
+    ap.add_argument("--full-frames", action="store_true",
+                    help="only whole frames (the behaviour without ?patch=1), not side by side with patches")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -237,16 +251,20 @@ def main() -> None:
         os.environ["BENCH_LAYER"] = args.layer
     print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} rate<={args.rate}/s "
           f"window={args.seconds}s cores={os.cpu_count()}")
-    print(f"{'clients':>7} {'frames':>8} {'expected':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-          f"{'server CPU':>10} {'children':>8} {'client CPU':>10} {'errors':>6}")
+    print(f"{'mode':>5} {'clients':>7} {'frames':>8} {'expected':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'max ms':>8} {'server CPU':>10} {'children':>8} {'client CPU':>10} {'errors':>6} "
+          f"{'B/client/s':>11} {'frames/s':>8}")
+    modes = [False] if args.full_frames else [False, True]
     for n in args.clients:
-        r = bench_one(n, args.seconds, args.format, args.rate, args.server)
-        print(f"{r['clients']:>7} {r['frames']:>8} {r['expected']:>8} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
-              f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% "
-              f"{r['server_cpu_children_pct']:>7.0f}% "
-              f"{r['client_cpu_pct']:>9.0f}% "
-              f"{r['errors']:>6}", flush=True)
-
+        rows = [bench_one(n, args.seconds, args.format, args.rate, args.server, patch) for patch in modes]
+        for r in rows:
+            print(f"{r['mode']:>5} {r['clients']:>7} {r['frames']:>8} {r['expected']:>8} {r['p50_ms']:>8.1f} "
+                  f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% "
+                  f"{r['server_cpu_children_pct']:>7.0f}% {r['client_cpu_pct']:>9.0f}% {r['errors']:>6} "
+                  f"{r['bytes_per_client_s']:>11.0f} {r['frames_per_client_s']:>8.1f}", flush=True)
+        if len(rows) == 2 and rows[1]["bytes_per_client_s"]:
+            ratio = rows[0]["bytes_per_client_s"] / rows[1]["bytes_per_client_s"]
+            print(f"{'':>5} {n:>7} bytes per client: {ratio:.1f}x fewer with patches", flush=True)
 
 if __name__ == "__main__":
     main()

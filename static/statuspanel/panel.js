@@ -114,9 +114,29 @@
     return adopt(section, engines.size + 1 > collapseOver);
   }
 
+  // -- patches (static/statuspanel/patches.js): a patch applies only to the frame it was built from;
+  // otherwise a frame went missing, and this engine's full frame is asked for again (once).
+  function requestResync(id, st) {
+    if (st && st.resyncing) return;
+    if (st) st.resyncing = true;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "resync", engine_id: id }));
+  }
+  function applyPatch(frame) {
+    const st = engines.get(frame.engine_id);
+    if (st && st.resyncing) return; // the full frame asked for is on its way
+    const body = st && st.section.querySelector(".engine-body");
+    if (!body || frame.base !== st.seq || !window.vastmanagerPatches.apply(body, frame, st.regions)) {
+      requestResync(frame.engine_id, st);
+      return;
+    }
+    updated(st, body, frame.counters);
+  }
+
   function applyFrame(frame) {
+    if (frame.type === "patch") return applyPatch(frame);
     if (frame.type !== "snapshot" || typeof frame.html !== "string") return;
     const st = sectionFor(frame.engine_id);
+    st.resyncing = false;
     if (typeof frame.seq === "number" && frame.seq <= st.seq) return; // stale: never go backwards
     const tpl = document.createElement("template");
     tpl.innerHTML = frame.html.trim();
@@ -143,13 +163,17 @@
       oldBody.className = body.className;
       body = oldBody;
     }
+    updated(st, body, frame.snapshot && frame.snapshot.counters);
+  }
+
+  // After a frame or a patch: re-anchor the live durations, recount the tally, refresh what follows.
+  function updated(st, body, c) {
     stamp(st, body, false);
     readTally(st, body);
     st.section.classList.remove("stale");
     if (st.stale) { st.stale = false; scheduleSummary(); }
     refreshActivity(st);
     tickEngine(st, performance.now(), socket && socket.readyState === WebSocket.OPEN);
-    const c = frame.snapshot && frame.snapshot.counters;
     if (c) {
       const total = (c.total_completed || 0) + (c.total_failed || 0);
       if (st.total !== null && total !== st.total) refreshHistory();
@@ -261,9 +285,11 @@
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(proto + location.host + panel.dataset.wsPath);
+    const path = panel.dataset.wsPath;
+    socket = new WebSocket(proto + location.host + path + (path.indexOf("?") < 0 ? "?" : "&") + "patch=1");
     socket.onopen = function () {
       backoff = 1000; lostSince = null;
+      engines.forEach(function (st) { st.resyncing = false; }); // a new connection starts with full frames
       if (connEl) { connEl.textContent = "live"; connEl.className = "conn conn-live"; }
     };
     socket.onmessage = function (ev) {

@@ -2,8 +2,12 @@
 
 Frames are `{"type": "snapshot", "engine_id", "seq", "snapshot", "html"}` (`?format=json` leaves out
 `html`), encoded once per snapshot per process (statuspanel.stream.frames), not once per client.
+With `?patch=1` a client that holds an engine's frame gets `{"type": "patch", ...}` frames after it
+(statuspanel.stream.patches): only when it holds exactly the patch's `base` (what was last sent to
+it, tracked here per engine); otherwise the full frame.
 Clients may send `{"type": "ping"}` (answered with a pong) or `{"type": "resync"}` (the latest
-snapshots again); anything else gets an error frame and the connection stays open. A message over
+snapshots again; `{"type": "resync", "engine_id": id}`: that engine's only); anything else gets an
+error frame and the connection stays open. A message over
 MAX_CLIENT_MESSAGE closes the connection with 4009 and the reason (1009 is a code the server side
 of this stack cannot send).
 
@@ -33,6 +37,7 @@ from gpu_engine import wire
 from statuspanel.auth import can_read_status, session_is_current
 from statuspanel.render.engine import engine_id_of
 from statuspanel.stream import alerts as alerts_frame
+from statuspanel.stream import patches
 from statuspanel.stream.frames import encoded_snapshot_frame_async, snapshot_frame
 from vastmanager.backpressure import SendWindow, send_window
 
@@ -51,7 +56,9 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.last_seq: dict[str, int] = {}
         self.joined = False
         self.window: SendWindow | None = None
-        self.pending: dict[str, str] = {}  # engine id -> its latest frame not yet sent (window closed)
+        self.pending: dict[str, tuple[str, int | None]] = {}  # engine id -> its latest frame not yet sent, its seq
+        self.patches = False
+        self.sent: dict[str, int] = {}  # engine id -> the seq of the last frame of it handed to the socket
         self.flushing: asyncio.Task | None = None
         self.alerts_group: str | None = None  # set when the client asked for the alerts frame
         self.alerts_seq = -1
@@ -88,11 +95,16 @@ class StatusConsumer(AsyncWebsocketConsumer):
         if fmt not in ("html", "json"):
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
+        patch = (query.get("patch") or ["0"])[0]
+        if patch not in ("0", "1"):
+            await self.close(code=CLOSE_POLICY_VIOLATION)
+            return
         self.with_html = fmt == "html"
         wants_alerts = (query.get("alerts") or ["0"])[0]
         if wants_alerts not in ("0", "1"):
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
+        self.patches = patch == "1"
         self.window = send_window(self.scope)
         if self.window is not None:
             self.window.on_open(self._window_opened)
@@ -120,11 +132,13 @@ class StatusConsumer(AsyncWebsocketConsumer):
             self.alerts_group = None
         raise StopConsumer()
 
-    async def send_latest(self) -> None:
+    async def send_latest(self, engine_id: str | None = None) -> None:
+        """The latest snapshot of every engine (or of one), and the alerts frame with all of them."""
         live, _gone = wire.latest_snapshots()
         for snap in live:
-            await self.send_snapshot(snap)
-        if self.alerts_group is not None:
+            if engine_id is None or engine_id_of(snap) == engine_id:
+                await self.send_snapshot(snap)
+        if engine_id is None and self.alerts_group is not None:
             await self.send_alerts()
 
     async def send_alerts(self) -> None:
@@ -151,14 +165,22 @@ class StatusConsumer(AsyncWebsocketConsumer):
         except Disconnected:
             pass  # the client left while this was on its way (a server without the guarded protocol)
 
-    async def deliver(self, engine_id: str, frame: str) -> None:
-        """Send an engine's frame now, or keep it as that engine's latest while the client is behind."""
+    async def send_frame(self, engine_id: str, frame: str, seq: int | None) -> None:
+        if seq is not None:
+            self.sent[engine_id] = seq
+        await self.send_text(frame)
+
+    async def deliver(self, engine_id: str, frame: str, seq: int | None = None) -> None:
+        """Send an engine's frame now, or keep it as that engine's latest while the client is behind.
+
+        A kept frame that is a patch was built from what was sent before it (`sent`), never from the
+        frame it replaces: the replaced one is never sent."""
         window = self.window
         if window is None or (window.is_open and not self.pending):
-            await self.send_text(frame)
+            await self.send_frame(engine_id, frame, seq)
             return
         self.pending.pop(engine_id, None)  # an older frame of this engine is never sent now
-        self.pending[engine_id] = frame
+        self.pending[engine_id] = (frame, seq)
         if window.is_open:
             self._window_opened()
 
@@ -170,7 +192,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
         try:
             while self.pending and self.window is not None and self.window.is_open:
                 engine_id = next(iter(self.pending))
-                await self.send_text(self.pending.pop(engine_id))
+                frame, seq = self.pending.pop(engine_id)
+                await self.send_frame(engine_id, frame, seq)
         finally:
             self.flushing = None
 
@@ -180,7 +203,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
             if seq <= self.last_seq.get(engine_id, -1):
                 return  # stale or duplicate: never move a client backwards
             self.last_seq[engine_id] = seq
-        await self.deliver(engine_id, snapshot_frame(snap, with_html=self.with_html))
+        frame = snapshot_frame(snap, with_html=self.with_html)
+        await self.deliver(engine_id, frame, seq if isinstance(seq, int) else None)
 
     async def status_snapshot(self, message: dict[str, Any]) -> None:
         engine_id, seq, encoded = message.get("engine_id"), message.get("seq"), message.get("snapshot_json")
@@ -189,8 +213,12 @@ class StatusConsumer(AsyncWebsocketConsumer):
                 return
             self.last_seq[engine_id] = seq
             frame = await encoded_snapshot_frame_async(engine_id, seq, encoded, with_html=self.with_html)
-            if frame is not None:  # None: overtaken by a newer snapshot of this engine, on its way
-                await self.deliver(engine_id, frame)
+            if frame is None:  # overtaken by a newer snapshot of this engine, on its way
+                return
+            if self.patches and engine_id in self.sent:
+                patch = patches.patch_frame(engine_id, self.sent[engine_id], seq, self.with_html)
+                frame = frame if patch is None else patch
+            await self.deliver(engine_id, frame, seq)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):
@@ -217,9 +245,19 @@ class StatusConsumer(AsyncWebsocketConsumer):
         if kind == "ping":
             await self.send_text(json.dumps({"type": "pong"}))
         elif kind == "resync":
-            self.last_seq.clear()
-            self.pending.clear()
-            self.alerts_seq = -1
-            await self.send_latest()
+            engine_id = msg.get("engine_id")
+            if engine_id is None:
+                self.last_seq.clear()
+                self.pending.clear()
+                self.sent.clear()
+                self.alerts_seq = -1
+                await self.send_latest()
+            elif isinstance(engine_id, str):
+                self.last_seq.pop(engine_id, None)
+                self.pending.pop(engine_id, None)
+                self.sent.pop(engine_id, None)
+                await self.send_latest(engine_id)
+            else:
+                await self.send_error("resync: engine_id must be a string")
         else:
             await self.send_error('unknown message; expected {"type": "ping"} or {"type": "resync"}')

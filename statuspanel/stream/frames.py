@@ -29,6 +29,7 @@ from django.conf import settings
 from statuspanel.render.cache import LRU
 from statuspanel.render.engine import engine_id_of, render_engine_with_tally, render_too_large, snapshot_cache_key
 from statuspanel.render.summary import TRUNCATED_KEY, minimal_snapshot, summarised_snapshot
+from statuspanel.stream import patches
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,20 @@ def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap:
     frame = _assemble(engine_id, seq, snapshot_json, html)
     size, limit = frame_size(frame), frame_limit()
     if size <= limit:
+        _hold(engine_id, seq, snapshot_json, html, snap)
         return frame
     return _degraded(engine_id, seq, json.loads(snapshot_json) if snap is None else snap, html, tally, size, limit)
+
+
+def _hold(engine_id: str, seq: Any, snapshot_json: str, html: str | None, snap: dict[str, Any] | None) -> None:
+    """Keep what this whole frame carried, split into regions here (off the loop), for patches."""
+    if not isinstance(seq, int):
+        return
+    if html is None:
+        patches.hold(engine_id, seq, False, snapshot_json)
+    else:
+        counters = snap.get("counters") if isinstance(snap, dict) else None
+        patches.hold(engine_id, seq, True, patches.split_sections(html, counters))
 
 
 def _degraded(engine_id: str, seq: Any, snap: dict[str, Any], html: str | None, tally: dict[str, Any] | None,

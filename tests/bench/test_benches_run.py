@@ -105,15 +105,19 @@ def test_fleet_bench_runs(tmp_path) -> None:
     out = run_bench("fleet.py", "--sources", "2", "--seconds", "2", "--interval", "0.5", "--clients", "1",
                     tmp_path=tmp_path)
     row = table_row(out, "2")
-    assert row[1] == "1" and row[-1] == "0", out  # one client, no errors
-    assert int(row[4]) > 0  # polls in the window
+    assert row[2] == "1" and row[15] == "0", out  # one client, no errors
+    assert int(row[5]) > 0  # polls in the window
+    assert float(row[9].replace(",", "")) > 0 and float(row[11].replace(",", "")) > 0, out  # whole frames, patches
 
 
 @pytest.mark.slow
 def test_websocket_bench_runs(tmp_path) -> None:
     out = run_bench("websocket.py", "--clients", "2", "--seconds", "1", tmp_path=tmp_path)
-    row = table_row(out, "2")
-    assert int(row[1]) > 0 and row[-1] == "0", out  # frames delivered, no client refused
+    for mode in ("full", "patch"):  # whole frames and patch frames, side by side
+        row = table_row(out, mode)
+        assert row[1] == "2" and int(row[2]) > 0 and row[-3] == "0", out  # frames delivered, no client refused
+        assert float(row[-2]) > 0 and float(row[-1]) > 0  # bytes and frames per client per second
+    assert "fewer with patches" in out
 
 
 @pytest.mark.slow
