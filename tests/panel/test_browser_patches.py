@@ -40,7 +40,9 @@ NORMALIZED_ENGINES = """() => {
   const out = [];
   for (const section of document.querySelectorAll('#engines > section.engine')) {
     const copy = section.querySelector('.engine-body').cloneNode(true);
-    copy.querySelectorAll('.live[data-live-secs]').forEach(el => { el.textContent = ''; });
+    // Text the browser keeps growing (durations, "updated 3 s ago"): a page without JavaScript shows
+    // its server-side form, so only the element and its data are compared.
+    copy.querySelectorAll('.live[data-live-secs], time[data-updated-at]').forEach(el => { el.textContent = ''; });
     const walk = (el) => {
       const attrs = Array.from(el.attributes).map(a => a.name + '=' + JSON.stringify(a.value)).sort();
       const kids = Array.from(el.childNodes).map(n => n.nodeType === 1 ? walk(n)
