@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test venv testenv browser sshd nodetools clean
+.PHONY: run test typecheck venv testenv browser sshd nodetools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +48,14 @@ run: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runprover --demo
 
+# Static checks: mypy with django-stubs over vastmanager, statuspanel and gpu_engine (pyproject.toml's
+# [tool.mypy]: strict on the tracker, the engine, the wire and the panel; the rest at the defaults).
+typecheck: testenv
+	$(PY) -m mypy
+
 test: testenv browser sshd nodetools
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
