@@ -26,6 +26,10 @@ from gpu_engine.wire import (STATUS_GROUP, default_cache, register_engine, snaps
                              store_snapshot, validate_engine_id)
 
 if TYPE_CHECKING:
+    from channels.layers import BaseChannelLayer
+    from django.core.cache.backends.base import BaseCache
+
+    from gpu_engine.schema import Snapshot
     from gpu_engine.tracker import StatusTracker
 
 log = logging.getLogger(__name__)
@@ -46,8 +50,8 @@ class SnapshotPublisher:
         *,
         max_rate: float = 10.0,
         heartbeat_secs: float | None = None,
-        channel_layer=None,
-        cache=None,
+        channel_layer: BaseChannelLayer | None = None,
+        cache: BaseCache | None = None,
     ) -> None:
         if max_rate <= 0:
             raise ValueError(f"max_rate must be positive, got {max_rate}")
@@ -62,7 +66,7 @@ class SnapshotPublisher:
         self._cache = cache
         self._loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._inflight: concurrent.futures.Future | None = None
+        self._inflight: concurrent.futures.Future[None] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Seeded from the wall clock in ms: a restarted engine starts above its previous run's seqs
@@ -81,7 +85,7 @@ class SnapshotPublisher:
         self._loop = loop
 
     @property
-    def channel_layer(self):
+    def channel_layer(self) -> BaseChannelLayer | None:
         if self._layer is None:
             from channels.layers import get_channel_layer
 
@@ -89,7 +93,7 @@ class SnapshotPublisher:
         return self._layer
 
     @property
-    def cache(self):
+    def cache(self) -> BaseCache:
         return self._cache if self._cache is not None else default_cache()
 
     @property
@@ -147,7 +151,7 @@ class SnapshotPublisher:
             log.exception("publishing snapshot of engine %s failed", self.engine_id)
 
     # -- one publish ----------------------------------------------------------------------------
-    def publish_now(self) -> dict[str, Any]:
+    def publish_now(self) -> Snapshot:
         """Take, stamp, store and send one snapshot; returns it. Called by the thread (or a test)."""
         cache = self.cache
         if not self._seeded:
@@ -204,7 +208,7 @@ class SnapshotPublisher:
         except Exception:  # counted and logged by _send_done
             future.cancel()
 
-    def _send_done(self, future) -> None:
+    def _send_done(self, future: concurrent.futures.Future[None]) -> None:
         if future.cancelled():
             if not self._stop.is_set():  # a send dropped while shutting down is expected
                 self.send_errors += 1

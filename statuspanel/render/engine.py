@@ -7,11 +7,13 @@ snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.render import fleet as fleet_render
 from statuspanel.render.cache import LRU
 from statuspanel.render.numbers import num
@@ -26,16 +28,16 @@ UNNAMED_ENGINE = "unnamed-engine"
 html_cache = LRU(256)
 
 
-def engine_id_of(snap: dict[str, Any]) -> str:
+def engine_id_of(snap: SnapshotDocument) -> str:
     return str(snap.get("engine_id") or UNNAMED_ENGINE)
 
 
-def snapshot_cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
+def snapshot_cache_key(snap: SnapshotDocument) -> tuple[str, int] | None:
     seq = snap.get("seq")
     return (engine_id_of(snap), seq) if isinstance(seq, int) else None
 
 
-def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def render_engine_with_tally(snap: SnapshotDocument) -> tuple[str, dict[str, Any]]:
     """The engine partial for this snapshot and its fleet-summary tally; cached when the snapshot
     carries a seq (the tally's proofs/min rate is measured once per snapshot, at its render)."""
     def build() -> tuple[str, dict[str, Any]]:
@@ -46,13 +48,13 @@ def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]
     return build() if key is None else html_cache.get_or_build(key, build)
 
 
-def fleet_summary_of(snaps: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
+def fleet_summary_of(snaps: Sequence[SnapshotDocument], offline: int = 0) -> dict[str, Any]:
     """The fleet summary of these snapshots, counted as the panel counts it (the page's first paint,
     and any other reader that wants the same numbers)."""
     return fleet_render.fleet_summary([render_engine_with_tally(s)[1] for s in snaps], offline=offline)
 
 
-def render_engine(snap: dict[str, Any]) -> str:
+def render_engine(snap: SnapshotDocument) -> str:
     """The engine partial for this snapshot (cached as `render_engine_with_tally`)."""
     return render_engine_with_tally(snap)[0]
 
@@ -107,7 +109,7 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset()) -> dict[str, Any]:
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> dict[str, Any]:
     """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
     job_id = str(pipe.get("job_id") or "")
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
@@ -178,7 +180,7 @@ def counters_context(counters: Any) -> dict[str, Any]:
     }
 
 
-def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str, Any]:
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
     consistency = fleet_render.consistency_context(snap)

@@ -26,6 +26,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.auth import can_read_status, session_is_current
 from statuspanel.render.engine import engine_id_of
 from statuspanel.stream.frames import encoded_snapshot_frame_async, snapshot_frame
@@ -132,7 +133,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         finally:
             self.flushing = None
 
-    async def send_snapshot(self, snap: dict[str, Any]) -> None:
+    async def send_snapshot(self, snap: SnapshotDocument) -> None:
         engine_id, seq = engine_id_of(snap), snap.get("seq")
         if isinstance(seq, int):
             if seq <= self.last_seq.get(engine_id, -1):

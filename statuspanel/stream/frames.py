@@ -12,6 +12,7 @@ import concurrent.futures
 import json
 from typing import Any, Callable
 
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.render.cache import LRU
 from statuspanel.render.engine import engine_id_of, render_engine, snapshot_cache_key
 
@@ -38,7 +39,7 @@ async def _off_loop(key: Any, build: Callable[[], str]) -> str:
     return await asyncio.shield(future)  # a client that leaves must not cancel the others' frame
 
 
-def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap: dict[str, Any] | None = None) -> str:
+def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap: SnapshotDocument | None = None) -> str:
     """The one frame encoder: the snapshot's JSON text embedded as is; `snap` spares the parse when the
     caller holds the dict already."""
     head = f'{{"type":"snapshot","engine_id":{json.dumps(engine_id)},"seq":{json.dumps(seq)},"snapshot":{snapshot_json}'
@@ -48,7 +49,7 @@ def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap:
     return head + ',"html":' + json.dumps(html) + "}"
 
 
-def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
+def snapshot_frame(snap: SnapshotDocument, *, with_html: bool) -> str:
     """The encoded frame for this snapshot (the page's first paint, a resync), cached by (engine, seq, format)."""
     def build() -> str:
         return _encode(engine_id_of(snap), snap.get("seq"), json.dumps(snap, separators=(",", ":")), with_html, snap)
