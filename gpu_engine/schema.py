@@ -91,8 +91,8 @@ class Snapshot(TypedDict):
     engine_id: str | None
     seq: int
     generated_at: str
-    uptime_secs: float
-    backend: str
+    uptime_secs: float | None
+    backend: str | None
     memory: Memory
     synthesis: Synthesis
     pipelines: list[Pipeline]
@@ -106,6 +106,12 @@ class Snapshot(TypedDict):
     buffers: NotRequired[dict[str, Any]]
     published_at: NotRequired[float]
     heartbeat_secs: NotRequired[float]
+
+
+class SourceSnapshot(Snapshot):
+    """A fleet source's snapshot (docs/FLEET.md): a vastmanager source also names the remote engine's
+    own id."""
+    remote_engine_id: NotRequired[str | None]
 
 
 # A snapshot as a reader of possibly foreign documents takes it (the panel's render builders): ours,

@@ -17,7 +17,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpu_engine import wire
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
@@ -26,6 +26,13 @@ from statuspanel.fleet.errors import Unreachable
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
+
+if TYPE_CHECKING:
+    import httpx
+    from channels.layers import BaseChannelLayer
+    from django.core.cache.backends.base import BaseCache
+
+    from gpu_engine.schema import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +47,8 @@ class FleetCollector:
     """Polls the fleet; `start()` runs it in a thread of its own, `stop()` ends it."""
 
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
-                 channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
+                 channel_layer: BaseChannelLayer | None = None, cache: BaseCache | None = None,
+                 load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
                  event_retention_days: float | None = None) -> None:
         self.reload_secs = reload_secs
@@ -64,10 +72,10 @@ class FleetCollector:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self.states: dict[str, SourceState] = {}        # by source name
-        self._tasks: dict[str, asyncio.Task] = {}
-        self._clients: dict[str, Any] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._clients: dict[str, httpx.AsyncClient] = {}
         self._registered: dict[str, float] = {}
-        self._inflight: dict[str, concurrent.futures.Future] = {}
+        self._inflight: dict[str, concurrent.futures.Future[None] | asyncio.Future[None]] = {}
         self.reloads = 0
         self.published = 0
         self.send_errors = 0
@@ -78,7 +86,7 @@ class FleetCollector:
         self._server_loop = loop
 
     @property
-    def channel_layer(self):
+    def channel_layer(self) -> BaseChannelLayer | None:
         if self._layer is None:
             from channels.layers import get_channel_layer
 
@@ -86,7 +94,7 @@ class FleetCollector:
         return self._layer
 
     @property
-    def cache(self):
+    def cache(self) -> BaseCache:
         return self._cache if self._cache is not None else wire.default_cache()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -196,7 +204,7 @@ class FleetCollector:
             await self._in_thread(wire.forget_engine, self.cache, name)
 
     # -- polling --------------------------------------------------------------------------------
-    async def _poll_forever(self, name: str, client) -> None:
+    async def _poll_forever(self, name: str, client: httpx.AsyncClient) -> None:
         state = self.states[name]
         while True:
             cfg = state.cfg
@@ -209,7 +217,7 @@ class FleetCollector:
                 delay = backoff_delay(cfg, state.failures)
             await asyncio.sleep(max(delay, 0.05))
 
-    async def _poll_once(self, state: SourceState, client) -> None:
+    async def _poll_once(self, state: SourceState, client: httpx.AsyncClient) -> None:
         cfg = state.cfg
         started = time.monotonic()
         try:
@@ -257,8 +265,9 @@ class FleetCollector:
             self.send_errors += 1
             log.exception("fleet source %s: publishing failed", cfg.name)
 
-    def _store(self, snap: dict[str, Any]) -> None:
+    def _store(self, snap: Snapshot) -> None:
         cache, name, now = self.cache, snap["engine_id"], time.time()
+        assert name is not None  # SourceState.snapshot stamps the source's name
         wire.store_snapshot(cache, snap, snap["heartbeat_secs"])
         if now - self._registered.get(name, 0.0) >= snap["heartbeat_secs"]:
             wire.register_engine(cache, name, now)
@@ -274,13 +283,14 @@ class FleetCollector:
             return  # the server loop is behind: the cache holds the latest, the next publish sends it
         coro = layer.group_send(wire.STATUS_GROUP, message)
         if self._server_loop is not None:
-            future = asyncio.run_coroutine_threadsafe(coro, self._server_loop)
+            future: concurrent.futures.Future[None] | asyncio.Future[None] = asyncio.run_coroutine_threadsafe(
+                coro, self._server_loop)
         else:
             future = asyncio.ensure_future(asyncio.wait_for(coro, SEND_TIMEOUT_SECS))
         future.add_done_callback(self._send_done)
         self._inflight[name] = future
 
-    def _send_done(self, future) -> None:
+    def _send_done(self, future: concurrent.futures.Future[None] | asyncio.Future[None]) -> None:
         if not future.cancelled() and future.exception() is not None:
             self.send_errors += 1
             log.warning("fleet: a snapshot send failed: %r", future.exception())
@@ -316,5 +326,5 @@ def _ms(started: float) -> float:
     return (time.monotonic() - started) * 1000.0
 
 
-def _without_pin(cfg: SourceConfig) -> tuple:
+def _without_pin(cfg: SourceConfig) -> tuple[Any, ...]:
     return tuple(getattr(cfg, f) for f in cfg.__dataclass_fields__ if f != "ssh_host_key")

@@ -25,7 +25,7 @@ GAUGE_RED_PCT = 85.0
 UNNAMED_ENGINE = "unnamed-engine"
 
 
-html_cache = LRU(256)
+html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256)
 
 
 def engine_id_of(snap: SnapshotDocument) -> str:
@@ -186,7 +186,8 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
     consistency = fleet_render.consistency_context(snap)
     pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
-    synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
+    synth_raw = snap.get("synthesis")
+    synth: dict[str, Any] = synth_raw if isinstance(synth_raw, dict) else {}
     heartbeat = num(snap.get("heartbeat_secs"))
     published = num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
@@ -195,7 +196,7 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
     completed = snap.get("counters", {}).get("total_completed") if isinstance(snap.get("counters"), dict) else None
     ppm = (fleet_render.rate_meter.observe(engine_id_of(snap), published or now, completed)
            if isinstance(completed, int) and not isinstance(completed, bool) else None)
-    ctx = {
+    ctx: dict[str, Any] = {
         "engine_id": engine_id_of(snap),
         "named": bool(snap.get("engine_id")),
         "seq": snap.get("seq"),

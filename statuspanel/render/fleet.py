@@ -172,7 +172,7 @@ rate_meter = RateMeter()
 def fleet_summary(tallies: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
     """The summary rows on top of the panel. Workers, GPUs and partitions count only engines whose
     data is current (online): a dropped host's last snapshot is history, not work in progress."""
-    total = {"engines": len(tallies) + offline, "online": 0, "failing": [], "warnings": 0,
+    total: dict[str, Any] = {"engines": len(tallies) + offline, "online": 0, "failing": [], "warnings": 0,
              "workers": {PROVING: 0, IDLE: 0, ERROR: 0}, "gpus": {PROVING: 0, IDLE: 0, ERROR: 0},
              "phases": {p: 0 for p in (*PHASES, OTHER_PHASE)}, "ppm": None}
     for t in tallies:

@@ -47,7 +47,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.joined = False
         self.window: SendWindow | None = None
         self.pending: dict[str, str] = {}  # engine id -> its latest frame not yet sent (window closed)
-        self.flushing: asyncio.Task | None = None
+        self.flushing: asyncio.Task[None] | None = None
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Snapshot fan-out never touches the ORM: skip the base class's per-message

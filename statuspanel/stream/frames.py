@@ -16,13 +16,13 @@ from gpu_engine.schema import SnapshotDocument
 from statuspanel.render.cache import LRU
 from statuspanel.render.engine import engine_id_of, render_engine, snapshot_cache_key
 
-frame_cache = LRU(512)
+frame_cache: LRU[str] = LRU(512)
 
 # Frames are built off the server's event loop, one at a time: a fleet sends dozens of snapshots a
 # second and a render takes milliseconds, which on the loop would delay every request and frame
 # behind it. Clients waiting for the same frame share one build (single flight).
 _render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
-_building: dict[tuple[int, Any], asyncio.Future] = {}
+_building: dict[tuple[int, Any], asyncio.Future[str]] = {}
 
 
 async def _off_loop(key: Any, build: Callable[[], str]) -> str:
