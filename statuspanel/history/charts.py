@@ -44,6 +44,8 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
             .order_by().values_list("finished_at", "proof_kind"))
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for finished, kind in rows.iterator():
+        if finished is None:  # not after the filter on finished_at; the column is nullable
+            continue
         bucket = int((finished.timestamp() - start) // 60)
         if 0 <= bucket < minutes:
             counts[bucket][kind] += 1
@@ -77,7 +79,7 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
 
 
 def _rows(values: dict[str, list[float]]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for kind in sorted(values, key=lambda k: (kind_class(k), k)):
         vals = sorted(values[kind])
         p50, p95 = _percentile(vals, 0.50), _percentile(vals, 0.95)
@@ -107,7 +109,7 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
     rows = (ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
             .order_by().values_list("proof_kind", "started_at", "finished_at"))
     for kind, started, finished in rows.iterator():
-        if started is not None:
+        if started is not None and finished is not None:
             jobs[kind].append((finished - started).total_seconds())
     return {"partitions": _rows(parts), "jobs": _rows(jobs), "window_secs": window_secs}
 
@@ -125,7 +127,7 @@ def telemetry(engine_id: str, window_secs: float, now: float | None = None) -> d
     rows = (TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=_dt(start - 60))
             .values_list("minute", "gpu_ordinal", "util_pct", "mem_used_bytes", "mem_total_bytes", "queue_depth")
             .order_by("minute"))
-    gpus: dict[int, dict[str, list]] = defaultdict(lambda: {"util": [], "mem": [], "total": None})
+    gpus: dict[int, dict[str, Any]] = defaultdict(lambda: {"util": [], "mem": [], "total": None})
     depth: list[tuple[float, float]] = []
     for minute, ordinal, util, used, total, qd in rows.iterator():
         t = minute.timestamp() + 30  # the minute's middle

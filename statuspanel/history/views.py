@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from gpu_engine.schema import Snapshot, SnapshotDocument
 from gpu_engine import wire
 from statuspanel.history import charts
 from statuspanel.live import current_snapshots
@@ -22,7 +23,7 @@ from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 ACTIVITY_REFRESH_SECS = 2.0
 
 
-def engine_snapshot(engine_id: str) -> dict[str, Any] | None:
+def engine_snapshot(engine_id: str) -> Snapshot | None:
     """The latest live snapshot of `engine_id` (None when it is offline: stored bars only)."""
     live, _ = current_snapshots()
     return next((s for s in live if engine_id_of(s) == engine_id), None)
@@ -35,7 +36,7 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
-def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
+def activity_context(engine_id: str, snap: SnapshotDocument | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),
