@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET
 from vastmanager.env import persistent_secret
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 SERVICE_USERNAME = "vastmanager"
 TOKEN_FILE = "api_token"
@@ -187,7 +187,7 @@ def status_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., Htt
     return _guarded(view, read_only=True)
 
 
-def service_user() -> AbstractBaseUser:
+def service_user() -> User:
     """The account a token login becomes: the operator holding the token runs this engine."""
     User = get_user_model()
     user, created = User.objects.get_or_create(

@@ -17,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="one JSON document instead of a table")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        rows = [{"name": s.name, "kind": s.kind, "transport": s.transport, "target": s.target(),
+        rows: list[dict[str, Any]] = [{"name": s.name, "kind": s.kind, "transport": s.transport, "target": s.target(),
                  "interval_secs": s.interval_secs, "enabled": s.enabled, "token": bool(s.token),
                  "state": s.state or None, "state_since": s.state_since.isoformat() if s.state_since else None,
                  "error": s.last_error or None}
