@@ -78,7 +78,7 @@ class Work:
         self.witness: Any = None
         self.synth_ms: float | None = None
         self.gpu_ms: float | None = None
-        self.worker_id = ""
+        self.worker_id: int | str = ""  # "" (as the history table keeps it) until a worker takes it
         self.gpu_ordinal: int | None = None
         self.synth_started: float | None = None
         self.synth_ended: float | None = None
