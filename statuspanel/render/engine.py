@@ -109,7 +109,8 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any], flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> dict[str, Any]:
+def pipeline_context(pipe: dict[str, Any],
+                     flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> dict[str, Any]:
     """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
     job_id = str(pipe.get("job_id") or "")
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
