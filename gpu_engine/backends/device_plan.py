@@ -215,13 +215,12 @@ class MsmPlan:
 
     def load_bases(self, points: Sequence[Any] | np.ndarray, key: str | None) -> Any:
         """Upload affine bases (G1Points, or limbs packed by `limbs.pack_g1_affine`)."""
-        packed = isinstance(points, np.ndarray)
-        n = points.size // 24 if packed else len(points)
+        n = points.size // 24 if isinstance(points, np.ndarray) else len(points)
         if key is not None and key in self._bases and self._bases[key][1] == n:
             return self._bases[key][0]
         tag = f"bases:{key}" if key is not None else "bases:-"
         buf = self.ops.buffer(tag, n * AFFINE_BYTES)
-        self.ops.upload(buf, points if packed else limbs.pack_g1_affine(points))
+        self.ops.upload(buf, points if isinstance(points, np.ndarray) else limbs.pack_g1_affine(points))
         self.ops.launch("fp_to_mont_kernel", 2 * n, buf, 2 * n)
         if key is not None:
             self._bases[key] = (buf, n)
@@ -246,8 +245,7 @@ class MsmPlan:
         """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32).
 
         `scalars` are canonical ints, or their limbs already packed by `limbs.pack_fr`."""
-        packed = isinstance(scalars, np.ndarray)
-        count = scalars.size // 8 if packed else len(scalars)
+        count = scalars.size // 8 if isinstance(scalars, np.ndarray) else len(scalars)
         if count != n:
             raise ValueError(f"msm_g1 got {n} points and {count} scalars")
         ops = self.ops
@@ -263,7 +261,7 @@ class MsmPlan:
         nseg = nwin << log_seg
 
         sc = ops.buffer("msm:scalars", n * FR_BYTES)
-        ops.upload(sc, scalars if packed else limbs.pack_fr(scalars))
+        ops.upload(sc, scalars if isinstance(scalars, np.ndarray) else limbs.pack_fr(scalars))
         keys = ops.buffer("msm:keys", total * 4)
         counts = ops.buffer("msm:counts", nbuckets * 4)
         offsets = ops.buffer("msm:offsets", nbuckets * 4)
