@@ -101,7 +101,8 @@ class WorkQueue:
     STOP = object()
 
     def __init__(self) -> None:
-        self._queue: stdqueue.PriorityQueue = stdqueue.PriorityQueue()
+        # (sort key, Work or STOP); a STOP's key sorts after every real work's
+        self._queue: stdqueue.PriorityQueue[tuple[tuple[float, ...], Any]] = stdqueue.PriorityQueue()
         self._order = itertools.count()
 
     def put(self, work: Work) -> None:
