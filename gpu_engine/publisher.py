@@ -155,8 +155,8 @@ class SnapshotPublisher:
         """Take, stamp, store and send one snapshot; returns it. Called by the thread (or a test)."""
         cache = self.cache
         if not self._seeded:
-            previous = cache.get(snapshot_key(self.engine_id))
-            if isinstance(previous, dict) and isinstance(previous.get("seq"), int):
+            previous: Snapshot | None = cache.get(snapshot_key(self.engine_id))  # only store_snapshot writes it
+            if previous is not None:
                 self._seq = max(self._seq, previous["seq"])
             self._seeded = True
         snap = self.tracker.snapshot()
