@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test typecheck venv testenv browser sshd nodetools clean
+.PHONY: run test typecheck venv testenv browser sshd nodetools clean gpucheck gpu-wheelhouse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,16 @@ test: testenv browser sshd nodetools
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The lent GPU machine (docs/GPU.md). `gpu-wheelhouse` runs here, with the package registries: it fills
+# wheelhouse/ (ignored) with CPython 3.12 wheels of what the GPU tests import and the PyCUDA sdist.
+# `gpucheck` runs there, offline, under the machine's own Python (no venv of ours needed to start):
+# without a GPU it says so and exits 0; GPUCHECK_ARGS="--report PATH" puts the report elsewhere.
+gpu-wheelhouse: testenv
+	$(PY) -m gpu_engine.gpucheck wheelhouse --dir wheelhouse
+
+gpucheck:
+	$(PYTHON) -m gpu_engine.gpucheck check --wheelhouse wheelhouse $(GPUCHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) data test-artifacts node_modules .cache/circom-fixtures

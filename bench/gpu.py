@@ -1,14 +1,17 @@
 """The CUDA backend next to the CPU backend: NTT, G1 MSM and one partition's device stage.
 
-Usage: .venv/bin/python bench/gpu.py [--ntt 16 24] [--msm 12 22] [--cpu-max-log 18]
-                                     [--repeat 3] [--kind porep-c2] [--scale 1] [--out PATH]
+Usage: .venv/bin/python bench/gpu.py [--ntt 16 24] [--msm 12 22] [--cpu-max-log 18] [--hot-log 20]
+                                     [--repeat 3] [--kind porep-c2] [--scale 1] [--no-partition] [--out PATH]
 Device figures are medians over --repeat runs after one warm-up (tables, compilation):
 "gpu ms" is the device work on data already resident (the 7-NTT column: H from a, b, c),
 "e2e ms" adds the Python-int packing and the transfers; the CPU backend runs sizes up to
 2^cpu-max-log (and each such size is also a correctness check). Writes the table as
 Markdown to --out (default bench/results/gpu.md). Without a GPU it says so and exits 0;
 --emulate runs the same recipes on the host build of the kernels (tiny sizes: a check of
-this script, not a measurement).
+this script, not a measurement). The hot-bucket case is an MSM of 2^hot-log points with a
+circom-like witness (half ones, the rest zeros but for 1% full-size values) with one thread per
+bucket and with hot buckets split in chunks: its time, and the largest share of the bucket
+additions one thread does in sequence, before and after.
 Aims on an H200 for this version: NTT 2^20 <= 5 ms, G1 MSM 2^20 <= 100 ms.
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ from py_arkworks_bls12381 import G1Point, Scalar
 from gpu_engine import backends
 from gpu_engine.backends import limbs
 from gpu_engine.backends.cpu import CpuBackend
-from gpu_engine.backends.device_plan import window_bits
+from gpu_engine.backends.device_plan import bucket_work, window_bits
 from gpu_engine.groth16.field import R
 
 DISTINCT_BASES_LOG = 16  # larger MSMs tile these points (bucket work does not depend on it)
@@ -139,6 +142,54 @@ def bench_msm(cuda, lo: int, hi: int, cpu_max: int, repeat: int, rng) -> list[st
     return rows
 
 
+def zero_one_limbs(n: int, rng: np.random.Generator, full_fraction: float = 0.01) -> np.ndarray:
+    """A circom-like witness as packed limbs: half ones, the rest zeros but for a few full-size values."""
+    out = np.zeros((n, 8), dtype=np.uint32)
+    out[rng.permutation(n)[: n // 2], 0] = 1
+    full = rng.permutation(n)[: max(1, int(n * full_fraction))]
+    out[full] = random_fr_limbs(full.size, rng).reshape(-1, 8)
+    return out.ravel()
+
+
+def bench_hot_buckets(cuda, log_n: int, cpu_max: int, repeat: int, rng) -> list[str]:
+    plan = cuda._msm
+    n = 1 << log_n
+    base_log = min(DISTINCT_BASES_LOG, log_n)
+    pts, packed = distinct_points(base_log, 11)
+    reps = max(1, n >> base_log)
+    bases = plan.load_bases(np.tile(packed, reps)[: n * 24], "bench:hot")
+    scalars = zero_one_limbs(n, rng)
+    want = None
+    if log_n <= cpu_max:
+        want = G1Point.multiexp_unchecked((pts * reps)[:n], [Scalar(v) for v in limbs.unpack_fr(scalars)])
+    rows = [f"| 0/1 witness MSM 2^{log_n} | gpu ms | largest share of the bucket additions one thread does "
+            "| longest chain of additions |", "|---|---|---|---|"]
+    print("\n".join(rows), flush=True)
+    split_before, unsplit = plan.split, None
+    try:
+        for split in (False, True):
+            plan.split = split
+            got = limbs.g1_from_affine(limbs.xyzz_mont_to_affine(plan.msm(bases, n, scalars)))
+            if want is not None and got != want:
+                raise SystemExit(f"hot-bucket MSM 2^{log_n} (split={split}): GPU and CPU disagree")
+            if split and got != unsplit:
+                raise SystemExit(f"hot-bucket MSM 2^{log_n}: split and unsplit buckets disagree")
+            unsplit = got
+            ms = median_ms(lambda: plan.msm(bases, n, scalars), repeat)
+            lay = plan.last_layout
+            work = bucket_work(plan.bucket_counts(), lay.c, lay.log_chunk)
+            share = work["largest_chunk_share"] if split else work["largest_bucket_share"]
+            chain = work["longest_chain"] if split else work["largest_bucket"]
+            name = f"split in chunks of {1 << lay.log_chunk}" if split else "one thread per bucket"
+            rows.append(f"| {name} ({lay.c}-bit windows) | {fmt(ms, 2)} | {share:.2%} | {chain} |")
+            print(rows[-1], flush=True)
+    finally:
+        plan.split = split_before
+        plan._bases.pop("bench:hot", None)
+        cuda.ops.release("bases:bench:hot")
+    return rows
+
+
 def bench_partition(cuda, kind: str, scale: int, repeat: int) -> list[str]:
     from gpu_engine.groth16 import api
 
@@ -164,6 +215,8 @@ def main() -> None:
     ap.add_argument("--ntt", type=int, nargs=2, default=(16, 24), metavar=("MIN_LOG", "MAX_LOG"))
     ap.add_argument("--msm", type=int, nargs=2, default=(12, 22), metavar=("MIN_LOG", "MAX_LOG"))
     ap.add_argument("--cpu-max-log", type=int, default=18)
+    ap.add_argument("--hot-log", type=int, default=20, help="log2 size of the 0/1-witness MSM (0: skip it)")
+    ap.add_argument("--no-partition", action="store_true", help="skip the partition device stage")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--kind", default="porep-c2")
     ap.add_argument("--scale", type=int, default=1)
@@ -194,11 +247,15 @@ def main() -> None:
              f"Backend opened (context + kernel modules, compiled or from cache) in {open_s:.1f} s.", ""]
     print("\n".join(lines), flush=True)
     try:
-        for section in (
+        sections = [
             lambda: bench_ntt(cuda, *args.ntt, args.cpu_max_log, args.repeat, rng),
             lambda: bench_msm(cuda, *args.msm, args.cpu_max_log, args.repeat, rng),
-            lambda: bench_partition(cuda, args.kind, args.scale, args.repeat),
-        ):
+        ]
+        if args.hot_log:
+            sections.append(lambda: bench_hot_buckets(cuda, args.hot_log, args.cpu_max_log, args.repeat, rng))
+        if not args.no_partition:
+            sections.append(lambda: bench_partition(cuda, args.kind, args.scale, args.repeat))
+        for section in sections:
             lines += section() + [""]
             print(flush=True)
     finally:

@@ -5,6 +5,8 @@ the CPU path never needs it (nor the CUDA toolkit or driver).
 """
 from __future__ import annotations
 
+import logging
+import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,10 +18,20 @@ __all__ = ["BACKEND_NAMES", "GPU_EXTRA_HINT", "BackendUnavailable", "DeviceError
            "select_backend"]
 
 BACKEND_NAMES = ("auto", "cpu", "cuda")
+log = logging.getLogger("gpu_engine.backends")
+
+
+def nvcc_missing_reason() -> str | None:
+    """None when nvcc is on PATH (PyCUDA compiles the kernels with it, even for its cache key)."""
+    if shutil.which("nvcc"):
+        return None
+    hint = " (it is in /usr/local/cuda/bin: add that to PATH)" if shutil.which("nvcc", path="/usr/local/cuda/bin") \
+        else ""
+    return f"the CUDA toolkit's nvcc is not on PATH{hint}; PyCUDA needs it to compile the kernels"
 
 
 def cuda_unavailable_reason() -> str | None:
-    """None when PyCUDA imports and sees at least one device, else why not."""
+    """None when PyCUDA imports, sees at least one device and can compile (nvcc), else why not."""
     try:
         import pycuda.driver as drv
     except (ImportError, OSError) as exc:
@@ -31,7 +43,7 @@ def cuda_unavailable_reason() -> str | None:
         return f"the CUDA driver did not initialise ({exc}); is an NVIDIA driver installed?"
     if count == 0:
         return "the CUDA driver reports no GPU"
-    return None
+    return nvcc_missing_reason()
 
 
 def device_count() -> int:
@@ -56,6 +68,7 @@ def select_backend(requested: str) -> str:
         return "cuda"
     if requested == "cuda":
         raise BackendUnavailable(f"--backend cuda is unavailable: {reason}")
+    log.warning("--backend auto: using the CPU backend, CUDA is unavailable: %s", reason)
     return "cpu"
 
 

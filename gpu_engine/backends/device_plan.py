@@ -12,8 +12,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gpu_engine.backends import limbs
+from gpu_engine.backends import limbs, memory
 from gpu_engine.backends.limbs import R_MOD
+from gpu_engine.backends.memory import Budget, MsmLayout, window_bits  # noqa: F401 - window_bits is re-exported
 from gpu_engine.groth16.field import COSET_GENERATOR, ffjs_root_of_unity
 
 FR_BYTES = 32
@@ -21,7 +22,6 @@ FP_BYTES = 48
 AFFINE_BYTES = 96
 XYZZ_BYTES = 192
 SCAN_BLOCK = 1024  # VM_SCAN_BLOCK in msm.cu
-SEGMENT_LEN_LOG = 4  # buckets per running-sum segment = 2^4
 # Which primitive roots a transform uses: the engine's (7-based, arkworks' domain) or
 # ffjavascript's (5-based), which snarkjs's keys are laid out for.
 ENGINE_ROOTS = "engine"
@@ -48,8 +48,9 @@ class KernelOps(Protocol):
 class NttPlan:
     """NTTs over Fr with twiddle and coset tables built once per size and kept on device."""
 
-    def __init__(self, ops: KernelOps) -> None:
+    def __init__(self, ops: KernelOps, budget: Budget | None = None) -> None:
         self.ops = ops
+        self.budget = budget or (lambda: None)
         self._tables: dict[tuple, Any] = {}
 
     def forget(self) -> None:
@@ -146,6 +147,7 @@ class NttPlan:
     def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False,
             roots: str = ENGINE_ROOTS) -> list[int]:
         log_n = limbs.log2_exact(len(values))
+        memory.check_ntt(len(values), self.budget())
         buf = self._load("ntt:a", values, log_n)
         self.transform(buf, log_n, inverse=inverse, coset=coset, roots=roots)
         return self._fetch(buf, log_n)
@@ -155,6 +157,7 @@ class NttPlan:
         if not len(a) == len(b) == len(c):
             raise ValueError(f"compute_h needs equal lengths, got {len(a)}, {len(b)}, {len(c)}")
         log_n = limbs.log2_exact(len(a))
+        memory.check_ntt(len(a), self.budget())
         bufs = [self._load(f"h:{name}", vals, log_n) for name, vals in (("a", a), ("b", b), ("c", c))]
         self.compute_h_device(bufs[0], bufs[1], bufs[2], log_n)
         return self._fetch(bufs[0], log_n)
@@ -176,6 +179,7 @@ class NttPlan:
         if not len(a) == len(b) == len(c):
             raise ValueError(f"compute_h_odd_coset needs equal lengths, got {len(a)}, {len(b)}, {len(c)}")
         log_n = limbs.log2_exact(len(a))
+        memory.check_ntt(len(a), self.budget())
         bufs = [self._load(f"h:{name}", vals, log_n) for name, vals in (("a", a), ("b", b), ("c", c))]
         self.compute_h_odd_coset_device(bufs[0], bufs[1], bufs[2], log_n)
         return self._fetch(bufs[0], log_n)
@@ -195,41 +199,63 @@ class NttPlan:
         self.ops.launch("ntt_h_odd_pointwise_kernel", n, a, b, c, n)
 
 
-def window_bits(n: int) -> int:
-    """Pippenger window width: about log2(n) - 4 bits, between 4 and 16."""
-    return max(4, min(16, n.bit_length() - 5))
-
-
 class MsmPlan:
-    """Pippenger G1 MSM; bases stay on the device under their key (proving-key vectors)."""
+    """Pippenger G1 MSM; bases stay on the device under their key (proving-key vectors) while the
+    worker's byte budget allows, least recently used first out. `split` cuts hot buckets in chunks
+    (see msm.cuh); without it one thread sums each bucket (kept for the bench's before/after)."""
 
-    def __init__(self, ops: KernelOps, *, max_cached_bases: int = 16, window: int | None = None) -> None:
+    def __init__(self, ops: KernelOps, *, window: int | None = None, split: bool = True,
+                 budget: Budget | None = None) -> None:
         self.ops = ops
         self.window = window
-        self.max_cached_bases = max_cached_bases
+        self.split = split
+        self.budget = budget or (lambda: None)
         self._bases: dict[str, tuple[Any, int]] = {}
+        self.last_layout: MsmLayout | None = None
 
     def forget(self) -> None:
         """Drop the cached bases (after their buffers were freed)."""
         self._bases.clear()
 
+    def cached_bytes(self, keep: str | None = None) -> int:
+        return sum(n * AFFINE_BYTES for key, (_, n) in self._bases.items() if key != keep)
+
+    def _evict(self, key: str) -> None:
+        del self._bases[key]
+        release = getattr(self.ops, "release", None)
+        if release is not None:
+            release(f"bases:{key}")
+
+    def plan(self, n: int, key: str | None = None) -> MsmLayout:
+        """The layout for an MSM of n points with bases `key`, evicting other cached bases (least
+        recently used first) until it fits the budget; DeviceError when it cannot."""
+        budget = self.budget()
+        cached = key is not None and key in self._bases and self._bases[key][1] == n
+        bases_bytes = n * AFFINE_BYTES  # resident either way while the MSM runs
+        while True:
+            try:
+                return memory.plan_msm(n, budget, cached_bytes=self.cached_bytes(keep=key if cached else None),
+                                       window=self.window, split=self.split, bases_bytes=bases_bytes)
+            except memory.DeviceError as exc:
+                others = [k for k in self._bases if k != key]
+                if not exc.out_of_memory or not others:
+                    raise
+                self._evict(others[0])
+
     def load_bases(self, points: Sequence[Any] | np.ndarray, key: str | None) -> Any:
         """Upload affine bases (G1Points, or limbs packed by `limbs.pack_g1_affine`)."""
         n = points.size // 24 if isinstance(points, np.ndarray) else len(points)
         if key is not None and key in self._bases and self._bases[key][1] == n:
+            self._bases[key] = self._bases.pop(key)  # most recently used last
             return self._bases[key][0]
+        self.plan(n, key)  # room for these bases next to the working set, or a clear refusal
         tag = f"bases:{key}" if key is not None else "bases:-"
         buf = self.ops.buffer(tag, n * AFFINE_BYTES)
         self.ops.upload(buf, points if isinstance(points, np.ndarray) else limbs.pack_g1_affine(points))
         self.ops.launch("fp_to_mont_kernel", 2 * n, buf, 2 * n)
         if key is not None:
+            self._bases.pop(key, None)
             self._bases[key] = (buf, n)
-            while len(self._bases) > self.max_cached_bases:
-                old = next(iter(self._bases))
-                del self._bases[old]
-                release = getattr(self.ops, "release", None)
-                if release is not None:
-                    release(f"bases:{old}")
         return buf
 
     def _scan(self, data: Any, count: int, depth: int = 0) -> None:
@@ -241,7 +267,7 @@ class MsmPlan:
             self._scan(sums, nblocks, depth + 1)
             self.ops.launch("scan_add_kernel", nblocks * SCAN_BLOCK, data, sums, count, block=SCAN_BLOCK)
 
-    def msm(self, bases: Any, n: int, scalars: Sequence[int] | np.ndarray) -> np.ndarray:
+    def msm(self, bases: Any, n: int, scalars: Sequence[int] | np.ndarray, *, key: str | None = None) -> np.ndarray:
         """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32).
 
         `scalars` are canonical ints, or their limbs already packed by `limbs.pack_fr`."""
@@ -253,12 +279,10 @@ class MsmPlan:
         if n == 0:
             ops.zero(result, XYZZ_BYTES)
             return ops.download(result, XYZZ_BYTES)
-        c = self.window or window_bits(n)
-        nwin = -(-255 // c)
-        nbuckets = nwin << c
-        total = nwin * n
-        log_seg = max(0, c - SEGMENT_LEN_LOG)
-        nseg = nwin << log_seg
+        lay = self.plan(n, key)
+        self.last_layout = lay
+        c, nwin, nbuckets, total = lay.c, lay.nwin, lay.nbuckets, lay.total
+        log_seg, nseg = lay.log_seg, lay.nseg
 
         sc = ops.buffer("msm:scalars", n * FR_BYTES)
         ops.upload(sc, scalars if isinstance(scalars, np.ndarray) else limbs.pack_fr(scalars))
@@ -277,7 +301,10 @@ class MsmPlan:
         self._scan(offsets, nbuckets)
         ops.copy(cursor, offsets, nbuckets * 4)
         ops.launch("msm_scatter_kernel", total, keys, cursor, sorted_idx, n, total)
-        ops.launch("msm_bucket_kernel", nbuckets, bases, sorted_idx, offsets, counts, c, buckets, nbuckets)
+        if self.split:
+            self._split_buckets(lay, bases, sorted_idx, offsets, counts, buckets)
+        else:
+            ops.launch("msm_bucket_kernel", nbuckets, bases, sorted_idx, offsets, counts, c, buckets, nbuckets)
         ops.launch("msm_segment_kernel", nseg, buckets, c, log_seg, seg, nseg)
         half = (1 << log_seg) // 2
         while half >= 1:
@@ -286,6 +313,31 @@ class MsmPlan:
         ops.launch("msm_combine_kernel", 1, seg, nwin, log_seg, c, result)
         return ops.download(result, XYZZ_BYTES)
 
+    def _split_buckets(self, lay: MsmLayout, bases: Any, sorted_idx: Any, offsets: Any, counts: Any,
+                       buckets: Any) -> None:
+        """Bucket sums from chunks of at most 2^log_chunk points: chunk counts, their scan, one thread
+        per chunk, a tree per bucket over its chunk sums, then each bucket takes its root."""
+        ops, nbuckets, nslots = self.ops, lay.nbuckets, lay.nslots
+        chunks = ops.buffer("msm:chunks", nbuckets * 4)
+        chunk_off = ops.buffer("msm:chunk_off", nbuckets * 4)
+        owner = ops.buffer("msm:owner", nslots * 4)
+        partial = ops.buffer("msm:partial", nslots * XYZZ_BYTES)
+        ops.launch("msm_chunk_count_kernel", nbuckets, counts, lay.c, lay.log_chunk, chunks, nbuckets)
+        ops.copy(chunk_off, chunks, nbuckets * 4)
+        self._scan(chunk_off, nbuckets)
+        ops.launch("msm_chunk_sum_kernel", nslots, bases, sorted_idx, offsets, counts, chunk_off, chunks,
+                   lay.log_chunk, nbuckets, partial, owner, nslots)
+        for level in range(lay.tree_levels):
+            ops.launch("msm_chunk_reduce_kernel", nslots, partial, owner, chunk_off, chunks, level, nslots)
+        ops.launch("msm_bucket_gather_kernel", nbuckets, partial, chunk_off, chunks, buckets, nbuckets)
+
+    def bucket_counts(self) -> np.ndarray:
+        """The last MSM's points per bucket (for the bench's hot-bucket figures)."""
+        lay = self.last_layout
+        if lay is None:
+            raise ValueError("no MSM has run yet")
+        return self.ops.download(self.ops.buffer("msm:counts", lay.nbuckets * 4), lay.nbuckets * 4)
+
     def msm_g1(self, points: Sequence[Any], scalars: Sequence[int], *, bases_key: str | None = None):
         """The backend-facing MSM: arkworks points and canonical ints in, a G1Point out."""
         if len(points) != len(scalars):
@@ -293,4 +345,22 @@ class MsmPlan:
         if not points:
             return limbs.g1_from_affine(None)
         bases = self.load_bases(points, bases_key)
-        return limbs.g1_from_affine(limbs.xyzz_mont_to_affine(self.msm(bases, len(points), scalars)))
+        return limbs.g1_from_affine(limbs.xyzz_mont_to_affine(self.msm(bases, len(points), scalars, key=bases_key)))
+
+
+def bucket_work(counts: np.ndarray, c: int, log_chunk: int) -> dict[str, float]:
+    """How the last MSM's bucket additions were spread: the largest bucket's share of them (what one
+    thread added in sequence before splitting) and the largest chunk's share (after), plus the
+    longest chain after splitting (chunk, then the tree levels of the biggest bucket)."""
+    counts = np.asarray(counts, dtype=np.int64).copy()
+    counts[:: 1 << c] = 0  # digit-0 buckets: no work
+    total = int(counts.sum())
+    if total == 0:
+        return {"additions": 0, "largest_bucket": 0, "largest_bucket_share": 0.0, "largest_chunk_share": 0.0,
+                "longest_chain": 0}
+    largest = int(counts.max())
+    chunk = min(largest, 1 << log_chunk)
+    levels = (-(-largest >> log_chunk) - 1).bit_length()
+    return {"additions": total, "largest_bucket": largest, "largest_bucket_share": largest / total,
+            "largest_chunk_share": chunk / total,
+            "longest_chain": chunk + levels}

@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from gpu_engine.backends import launch as launch_rules
 from gpu_engine.backends.device_plan import MsmPlan, NttPlan
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNEL_DIR / "host_emulation.cu"
 DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "emulation"
+POISON = 0xA5A5A5A5  # what a new buffer holds: large as a count, not a valid field element
 
 _lock = threading.Lock()
 _loaded: dict[Path, ctypes.CDLL] = {}
@@ -32,6 +34,10 @@ _loaded: dict[Path, ctypes.CDLL] = {}
 
 class EmulationBuildError(RuntimeError):
     """No host compiler, or the kernel headers failed to compile for the host."""
+
+
+class EmulatedFault(RuntimeError):
+    """A host kernel saw an index out of its buffer: on a GPU, an illegal address or silent garbage."""
 
 
 def _source_digest() -> str:
@@ -86,16 +92,19 @@ def _ptr(arr: np.ndarray) -> ctypes.c_void_p:
 class HostOps:
     """KernelOps on host memory: buffers are uint32 numpy arrays, launches are ctypes calls."""
 
-    def __init__(self, lib: ctypes.CDLL | None = None) -> None:
+    def __init__(self, lib: ctypes.CDLL | None = None, *, fill: int = POISON) -> None:
         self.lib = lib or load_library()
+        self.fill = fill
         self._buffers: dict[str, np.ndarray] = {}
         self.launches: list[str] = []
+        self.lib.vm_take_faults.restype = ctypes.c_uint32
+        self.lib.vm_take_faults()
 
     def buffer(self, tag: str, nbytes: int) -> np.ndarray:
-        words = -(-nbytes // 4)
+        words = -(-max(4, nbytes) // 4)
         buf = self._buffers.get(tag)
         if buf is None or buf.size != words:
-            buf = np.zeros(words, dtype=np.uint32)
+            buf = np.full(words, self.fill, dtype=np.uint32)
             self._buffers[tag] = buf
         return buf
 
@@ -121,9 +130,15 @@ class HostOps:
         """Host launches are synchronous."""
 
     def launch(self, name: str, count: int, *args: Any, block: int | None = None) -> None:
+        grid, block = launch_rules.geometry(name, count, block)
+        launch_rules.check(name, grid, block, args, lambda a: isinstance(a, np.ndarray))
         self.launches.append(name)
         cargs = [_ptr(a) if isinstance(a, np.ndarray) else ctypes.c_uint32(int(a)) for a in args]
         getattr(self.lib, name)(*cargs)
+        faults = self.lib.vm_take_faults()
+        if faults:
+            raise EmulatedFault(f"{name}: {faults} access(es) out of range; on a GPU an illegal address or "
+                                "garbage (did the recipe read memory it never wrote?)")
 
 
 class EmulatedBackend:
@@ -133,10 +148,10 @@ class EmulatedBackend:
     device_name = "host emulation"
     arch = "host"
 
-    def __init__(self, *, window: int | None = None) -> None:
-        self.ops = HostOps()
+    def __init__(self, *, window: int | None = None, split: bool = True, fill: int = POISON) -> None:
+        self.ops = HostOps(fill=fill)
         self._ntt = NttPlan(self.ops)
-        self._msm = MsmPlan(self.ops, window=window)
+        self._msm = MsmPlan(self.ops, window=window, split=split)
 
     def ntt(self, values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
         return self._ntt.ntt(values, inverse=inverse, coset=coset)

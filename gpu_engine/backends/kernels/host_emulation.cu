@@ -9,6 +9,16 @@
 #define VM_EXPORT extern "C" __attribute__((visibility("default")))
 #define VM_SCAN_BLOCK 1024
 
+// Out-of-range accesses the host kernels caught (a GPU would fault or read garbage); the
+// emulation reads and clears the count after every launch.
+static uint32_t vm_faults = 0;
+
+VM_EXPORT uint32_t vm_take_faults(void) {
+    uint32_t n = vm_faults;
+    vm_faults = 0;
+    return n;
+}
+
 // ---- field and point operations, vectorised over n elements ----
 
 VM_EXPORT void vm_fr_op(int op, const fr_t* a, const fr_t* b, fr_t* out, uint32_t n) {
@@ -98,7 +108,7 @@ VM_EXPORT void msm_keys_kernel(const uint32_t* scalars, uint32_t n, uint32_t c, 
 }
 
 VM_EXPORT void msm_histogram_kernel(const uint32_t* keys, uint32_t* counts, uint32_t total) {
-    for (uint32_t t = 0; t < total; t++) counts[keys[t]] += 1u;
+    for (uint32_t t = 0; t < total; t++) counts[keys[t]] += 1u;  // keys < nbuckets: msm_key_one
 }
 
 VM_EXPORT void scan_block_kernel(uint32_t* data, uint32_t* sums, uint32_t n) {
@@ -121,12 +131,50 @@ VM_EXPORT void scan_add_kernel(uint32_t* data, const uint32_t* sums, uint32_t n)
 
 VM_EXPORT void msm_scatter_kernel(const uint32_t* keys, uint32_t* cursor, uint32_t* sorted, uint32_t n,
                                   uint32_t total) {
-    for (uint32_t t = 0; t < total; t++) sorted[cursor[keys[t]]++] = t % n;
+    for (uint32_t t = 0; t < total; t++) {
+        uint32_t pos = cursor[keys[t]]++;
+        if (pos >= total) {  // offsets from counts that were never zeroed
+            vm_faults++;
+            continue;
+        }
+        sorted[pos] = t % n;
+    }
 }
 
 VM_EXPORT void msm_bucket_kernel(const g1_affine* bases, const uint32_t* sorted, const uint32_t* offsets,
                                  const uint32_t* counts, uint32_t c, g1_xyzz* buckets, uint32_t nbuckets) {
     for (uint32_t b = 0; b < nbuckets; b++) msm_bucket_one(bases, sorted, offsets, counts, c, buckets, b);
+}
+
+VM_EXPORT void msm_chunk_count_kernel(const uint32_t* counts, uint32_t c, uint32_t log_chunk, uint32_t* chunks,
+                                      uint32_t nbuckets) {
+    for (uint32_t b = 0; b < nbuckets; b++) chunks[b] = msm_chunk_count_one(counts, c, log_chunk, b);
+}
+
+VM_EXPORT void msm_chunk_sum_kernel(const g1_affine* bases, const uint32_t* sorted, const uint32_t* offsets,
+                                    const uint32_t* counts, const uint32_t* chunk_off, const uint32_t* chunks,
+                                    uint32_t log_chunk, uint32_t nbuckets, g1_xyzz* partial, uint32_t* owner,
+                                    uint32_t nslots) {
+    uint32_t used = chunk_off[nbuckets - 1] + chunks[nbuckets - 1];
+    if (used > nslots) vm_faults++;  // more chunks than the slots the recipe planned
+    for (uint32_t t = 0; t < nslots; t++)
+        msm_chunk_sum_one(bases, sorted, offsets, counts, chunk_off, chunks, log_chunk, nbuckets, partial, owner, t);
+}
+
+VM_EXPORT void msm_chunk_reduce_kernel(g1_xyzz* partial, const uint32_t* owner, const uint32_t* chunk_off,
+                                       const uint32_t* chunks, uint32_t level, uint32_t nslots) {
+    for (uint32_t t = 0; t < nslots; t++) {
+        uint32_t b = owner[t];
+        if (b != VM_NO_OWNER && t - chunk_off[b] + (1u << level) < chunks[b] && t + (1u << level) >= nslots)
+            vm_faults++;  // the tree would read past the planned slots
+        else
+            msm_chunk_reduce_one(partial, owner, chunk_off, chunks, level, t);
+    }
+}
+
+VM_EXPORT void msm_bucket_gather_kernel(const g1_xyzz* partial, const uint32_t* chunk_off, const uint32_t* chunks,
+                                        g1_xyzz* buckets, uint32_t nbuckets) {
+    for (uint32_t b = 0; b < nbuckets; b++) msm_bucket_gather_one(partial, chunk_off, chunks, buckets, b);
 }
 
 VM_EXPORT void msm_segment_kernel(const g1_xyzz* buckets, uint32_t c, uint32_t log_seg, g1_xyzz* seg,

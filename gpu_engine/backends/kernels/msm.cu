@@ -64,6 +64,34 @@ extern "C" __global__ void msm_bucket_kernel(const g1_affine* bases, const uint3
     if (b < nbuckets) msm_bucket_one(bases, sorted, offsets, counts, c, buckets, b);
 }
 
+extern "C" __global__ void msm_chunk_count_kernel(const uint32_t* counts, uint32_t c, uint32_t log_chunk,
+                                                  uint32_t* chunks, uint32_t nbuckets) {
+    uint32_t b = VM_TID;
+    if (b < nbuckets) chunks[b] = msm_chunk_count_one(counts, c, log_chunk, b);
+}
+
+extern "C" __global__ void msm_chunk_sum_kernel(const g1_affine* bases, const uint32_t* sorted,
+                                                const uint32_t* offsets, const uint32_t* counts,
+                                                const uint32_t* chunk_off, const uint32_t* chunks, uint32_t log_chunk,
+                                                uint32_t nbuckets, g1_xyzz* partial, uint32_t* owner,
+                                                uint32_t nslots) {
+    uint32_t t = VM_TID;
+    if (t < nslots) msm_chunk_sum_one(bases, sorted, offsets, counts, chunk_off, chunks, log_chunk, nbuckets, partial,
+                                      owner, t);
+}
+
+extern "C" __global__ void msm_chunk_reduce_kernel(g1_xyzz* partial, const uint32_t* owner, const uint32_t* chunk_off,
+                                                   const uint32_t* chunks, uint32_t level, uint32_t nslots) {
+    uint32_t t = VM_TID;
+    if (t < nslots) msm_chunk_reduce_one(partial, owner, chunk_off, chunks, level, t);
+}
+
+extern "C" __global__ void msm_bucket_gather_kernel(const g1_xyzz* partial, const uint32_t* chunk_off,
+                                                    const uint32_t* chunks, g1_xyzz* buckets, uint32_t nbuckets) {
+    uint32_t b = VM_TID;
+    if (b < nbuckets) msm_bucket_gather_one(partial, chunk_off, chunks, buckets, b);
+}
+
 extern "C" __global__ void msm_segment_kernel(const g1_xyzz* buckets, uint32_t c, uint32_t log_seg, g1_xyzz* seg,
                                               uint32_t nseg) {
     uint32_t t = VM_TID;
