@@ -2,13 +2,17 @@
 servers on loopback, while browsers-worth of WebSocket clients follow the panel.
 
     .venv/bin/python bench/fleet.py [--sources 100] [--interval 1.5] [--seconds 30] [--clients 1 10]
+                                    [--grpc [SHARE]]
 
 The N servers (tests/fleet/cuzk_server.py, the fixture with a moving clock) run in one helper process
-of their own, so their CPU is not the dashboard's. Once every source is online, over the window it
-prints: the dashboard process's CPU (share of one core; it holds the collector, Daphne and the
-renders), the collector's poll latency p50/p95 (each snapshot's `source.poll_ms`, one per poll),
-the snapshots published per second, WebSocket bytes and frames per client per second (the page's
-format, with the rendered HTML, and `?format=json`), and the `/healthz` round trip meanwhile.
+of their own, so their CPU is not the dashboard's. With `--grpc`, a share of them (half when no share
+is given) are cuzk gRPC daemons instead (tests/fleet/cuzk_grpc_server.py, the scripted daemon),
+added with `addsource --grpc`, and the poll latency is also given for each half. Once every source
+is online, over the window it prints: the dashboard process's CPU (share of one core; it holds the
+collector, Daphne and the renders), the collector's poll latency p50/p95 (each snapshot's
+`source.poll_ms`, one per poll), the snapshots published per second, WebSocket bytes and frames per
+client per second (the page's format, with the rendered HTML, and `?format=json`), and the
+`/healthz` round trip meanwhile.
 """
 from __future__ import annotations
 
@@ -38,11 +42,18 @@ TOKEN = "bench-fleet-operator-token"
 
 
 # -- the fleet of cuzk-like servers (a helper process) ---------------------------------------------
-def serve_fleet(n: int) -> None:
+def serve_fleet(n: int, grpc_share: float = 0.0) -> None:
     from tests.fleet.cuzk_server import CuzkServer
 
-    servers = [CuzkServer("fixture").start() for _ in range(n)]
-    print(json.dumps([s.port for s in servers]), flush=True)
+    n_grpc = grpc_count(n, grpc_share)
+    servers: list = [CuzkServer("fixture").start() for _ in range(n - n_grpc)]
+    grpc_servers: list = []
+    if n_grpc:
+        from tests.fleet.cuzk_grpc_server import CuzkGrpcServer
+
+        grpc_servers = [CuzkGrpcServer("script").start() for _ in range(n_grpc)]
+    print(json.dumps({"http": [s.port for s in servers], "grpc": [s.port for s in grpc_servers]}), flush=True)
+    servers += grpc_servers
     try:
         threading.Event().wait()
     finally:
@@ -50,7 +61,12 @@ def serve_fleet(n: int) -> None:
             s.stop()
 
 
-def add_sources(ports: list[int], interval: float) -> None:
+def grpc_count(n: int, share: float) -> int:
+    """How many of `n` sources are gRPC ones (a share of at least one source when the share is not 0)."""
+    return 0 if share <= 0 else max(1, min(n, round(n * share)))
+
+
+def add_sources(ports: dict[str, list[int]], interval: float) -> None:
     """Into the dashboard's database, through the command operators use (one rule set)."""
     import django
 
@@ -59,9 +75,13 @@ def add_sources(ports: list[int], interval: float) -> None:
     from django.core.management import call_command
 
     call_command("migrate", "--noinput", verbosity=0)
-    for i, port in enumerate(ports):
-        call_command("addsource", f"box-{i:03d}", "--kind", "cuzk", "--url", f"http://127.0.0.1:{port}",
-                     "--interval", str(interval), stdout=open(os.devnull, "w"))
+    with open(os.devnull, "w") as quiet:
+        for i, port in enumerate(ports["http"]):
+            call_command("addsource", f"box-{i:03d}", "--kind", "cuzk", "--url", f"http://127.0.0.1:{port}",
+                         "--interval", str(interval), stdout=quiet)
+        for i, port in enumerate(ports["grpc"]):
+            call_command("addsource", f"grpc-{i:03d}", "--kind", "cuzk", "--grpc", f"127.0.0.1:{port}",
+                         "--interval", str(interval), stdout=quiet)
 
 
 # -- measuring ---------------------------------------------------------------------------------------
@@ -147,9 +167,13 @@ async def measure(base: str, port: int, pid: int, clients: int, seconds: float) 
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     poll_ms = sorted(polls.values())
+    grpc_ms = sorted(ms for (engine, _), ms in polls.items() if engine.startswith("grpc-"))
+    http_ms = sorted(ms for (engine, _), ms in polls.items() if not engine.startswith("grpc-"))
     return {
         "wall": wall, "cpu_pct": 100 * (cpu1 - cpu0) / wall, "rss_mib": rss / 2**20, "errors": len(errors),
         "polls": len(poll_ms), "poll_p50": _q(poll_ms, 50), "poll_p95": _q(poll_ms, 95),
+        "http_p50": _q(http_ms, 50), "http_p95": _q(http_ms, 95), "grpc_p50": _q(grpc_ms, 50),
+        "grpc_p95": _q(grpc_ms, 95),
         "frames_per_s": json_frames[0] / wall,
         "html_bytes_per_s": statistics.mean(html_bytes) / wall if clients else 0.0,
         "html_frames_per_s": statistics.mean(html_frames) / wall if clients else 0.0,
@@ -159,14 +183,14 @@ async def measure(base: str, port: int, pid: int, clients: int, seconds: float) 
     }
 
 
-def run(sources: int, interval: float, seconds: float, clients: int) -> dict:
+def run(sources: int, interval: float, seconds: float, clients: int, grpc_share: float = 0.0) -> dict:
     with tempfile.TemporaryDirectory(prefix="vm-bench-fleet-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
                    PYTHONPATH=str(ROOT))
         for var in ("REDIS_URL", "DATABASE_URL", "VASTMANAGER_STATUS_TOKEN"):
             env.pop(var, None)
-        fleet = subprocess.Popen([sys.executable, __file__, "--serve-fleet", str(sources)], cwd=ROOT, env=env,
-                                 stdout=subprocess.PIPE, text=True, start_new_session=True)
+        fleet = subprocess.Popen([sys.executable, __file__, "--serve-fleet", str(sources), "--grpc", str(grpc_share)],
+                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
         dash = None
         try:
             ports = json.loads(fleet.stdout.readline())
@@ -179,7 +203,8 @@ def run(sources: int, interval: float, seconds: float, clients: int) -> dict:
             wait_http(f"{base}/healthz", dash, timeout=120)
             settle = wait_online(base, sources)
             result = asyncio.run(measure(base, port, dash.pid, clients, seconds))
-            result.update(sources=sources, interval=interval, clients=clients, settle_s=settle)
+            result.update(sources=sources, interval=interval, clients=clients, settle_s=settle,
+                          grpc=len(ports["grpc"]))
             return result
         finally:
             if dash is not None:
@@ -194,27 +219,32 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--clients", type=int, nargs="+", default=[0, 1, 10],
                     help="WebSocket clients in the page's format (HTML); one JSON client always runs too")
+    ap.add_argument("--grpc", type=float, nargs="?", const=0.5, default=0.0, metavar="SHARE",
+                    help="the share of sources that are cuzk gRPC daemons (0.5 when given alone)")
     ap.add_argument("--serve-fleet", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--add-sources", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_fleet:
-        serve_fleet(args.serve_fleet)
+        serve_fleet(args.serve_fleet, args.grpc)
         return
     if args.add_sources:
         add_sources(json.loads(args.add_sources), args.interval)
         return
     print(f"watchfleet, in-memory channel layer, window={args.seconds}s, interval={args.interval}s, "
           f"cores={os.cpu_count()}")
-    print(f"{'sources':>7} {'clients':>7} {'dash CPU':>9} {'RSS MiB':>8} {'polls':>6} {'poll p50':>9} {'poll p95':>9} "
+    print(f"{'sources':>7} {'grpc':>5} {'clients':>7} {'dash CPU':>9} {'RSS MiB':>8} {'polls':>6} {'poll p50':>9} "
+          f"{'poll p95':>9} "
           f"{'snap/s':>7} {'html B/s/client':>16} {'html fr/s':>9} {'json B/s':>10} {'healthz p50/p95/max ms':>23} "
-          f"{'errors':>6}")
+          f"{'errors':>6} {'http p50/p95 ms':>16} {'grpc p50/p95 ms':>16}")
     for n in args.sources:
         for c in args.clients:
-            r = run(n, args.interval, args.seconds, c)
-            print(f"{r['sources']:>7} {r['clients']:>7} {r['cpu_pct']:>8.1f}% {r['rss_mib']:>8.0f} {r['polls']:>6} "
+            r = run(n, args.interval, args.seconds, c, args.grpc)
+            print(f"{r['sources']:>7} {r['grpc']:>5} {r['clients']:>7} {r['cpu_pct']:>8.1f}% {r['rss_mib']:>8.0f} "
+                  f"{r['polls']:>6} "
                   f"{r['poll_p50']:>7.1f}ms {r['poll_p95']:>7.1f}ms {r['frames_per_s']:>7.1f} "
                   f"{r['html_bytes_per_s']:>16,.0f} {r['html_frames_per_s']:>9.1f} {r['json_bytes_per_s']:>10,.0f} "
-                  f"{r['healthz_p50']:>8.1f}/{r['healthz_p95']:.1f}/{r['healthz_max']:.1f} {r['errors']:>6}",
+                  f"{r['healthz_p50']:>8.1f}/{r['healthz_p95']:.1f}/{r['healthz_max']:.1f} {r['errors']:>6} "
+                  f"{r['http_p50']:>7.1f}/{r['http_p95']:<8.1f} {r['grpc_p50']:>7.1f}/{r['grpc_p95']:<8.1f}",
                   flush=True)
 
 

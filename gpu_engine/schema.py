@@ -68,6 +68,9 @@ class Gpu(TypedDict):
     mem_total_bytes: int | None
     temp_c: float | None
     power_w: float | None
+    # A cuzk gRPC source's devices: how many workers run on it and what each proves.
+    workers: NotRequired[int]
+    jobs: NotRequired[list[dict[str, Any]]]
 
 
 class Counters(TypedDict):
@@ -104,6 +107,9 @@ class Snapshot(TypedDict):
     source: NotRequired[dict[str, Any]]
     allocations: NotRequired[dict[str, Any]]
     buffers: NotRequired[dict[str, Any]]
+    queues: NotRequired[list[dict[str, Any]]]
+    srs: NotRequired[list[dict[str, Any]]]
+    partitions_visible: NotRequired[bool]
     published_at: NotRequired[float]
     heartbeat_secs: NotRequired[float]
 

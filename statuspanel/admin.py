@@ -42,12 +42,13 @@ class SourceAdmin(_SourceAdmin):
     list_display = ("name", "kind", "transport", "target", "interval_secs", "enabled", "state", "state_since",
                     "has_token", "last_error")
     list_filter = ("kind", "transport", "enabled", "state")
-    search_fields = ("name", "url", "ssh_host")
+    search_fields = ("name", "url", "ssh_host", "grpc_target")
     readonly_fields = ("state", "state_since", "last_error", "ssh_host_key", "created_at")
     inlines = [SourceEventInline]
     fieldsets = (
         (None, {"fields": ("name", "kind", "transport", "interval_secs", "enabled")}),
         ("HTTP(S)", {"fields": ("url",)}),
+        ("cuzk gRPC", {"fields": ("grpc_target", "grpc_tls", "grpc_ca_path")}),
         ("SSH", {"fields": ("ssh_user", "ssh_host", "ssh_port", "ssh_key_path", "remote_port",
                             "known_hosts_policy", "known_hosts_path", "ssh_host_key")}),
         ("Secret (write-only)", {"fields": ("token", "clear_token")}),

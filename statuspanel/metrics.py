@@ -4,7 +4,11 @@ A custom collector (no process-global metric objects) builds every series from t
 snapshots (wire.latest_snapshots, plus this process's engine) and a few database rows (the
 outcome and duration tallies, gpu_engine/tallies.py), so an engine or worker that is gone leaves
 no series behind and the counters survive restarts. Names follow Prometheus conventions under the
-`vastmanager_` prefix; labels `engine` and `kind`. Auth: the operator's bearer token, the
+`vastmanager_` prefix; labels `engine` and `kind`. Every label value is a series, and a fleet
+source's snapshot is remote data: worker states and proof kinds are folded into the known
+vocabulary (anything else is `other`), GPU names cut to 64 characters, and the per-worker and
+per-GPU series of one engine held to METRICS_MAX_SERIES_PER_ENGINE; what that leaves out is
+counted in `vastmanager_metrics_series_dropped`. Auth: the operator's bearer token, the
 read-only status token where one is configured, a logged-in session, or none with METRICS_PUBLIC.
 """
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -21,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
+from gpu_engine.validation import valid_kinds
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.schema import Snapshot
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
@@ -32,6 +38,22 @@ from statuspanel.render.numbers import num
 
 P = "vastmanager_"
 _OUTCOMES: dict[str, str] = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
+OTHER = "other"                 # the label value of any state or kind outside the known vocabulary
+LABEL_MAX_CHARS = 64            # free text from remote data (GPU names) is cut to this
+DEFAULT_MAX_SERIES_PER_ENGINE = 1000
+
+
+def fold(value: Any, known: frozenset[str] | set[str]) -> str:
+    """A label value from remote data: itself when it is a known word, else `other`."""
+    text = str(value or "")
+    return text if text in known else OTHER
+
+
+def _known_kinds() -> frozenset[str]:
+    try:
+        return frozenset(valid_kinds(circuits=True))
+    except Exception:  # the circuit table unreadable: the built-in kinds still name themselves
+        return frozenset(valid_kinds())
 
 
 def _snapshots() -> list[Snapshot]:
@@ -42,8 +64,12 @@ class SnapshotCollector:
     """Collects one scrape: live series from `snapshots()`, counters and histograms from the tallies."""
 
     def __init__(self, snapshots: Callable[[], list[Snapshot]] = _snapshots,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, max_series_per_engine: int | None = None) -> None:
         self.snapshots, self.clock = snapshots, clock
+        if max_series_per_engine is None:
+            max_series_per_engine = int(getattr(settings, "METRICS_MAX_SERIES_PER_ENGINE",
+                                                DEFAULT_MAX_SERIES_PER_ENGINE))
+        self.max_series = max_series_per_engine
 
     def collect(self) -> Iterator[Metric]:
         snaps = self.snapshots()
@@ -80,8 +106,14 @@ class SnapshotCollector:
                                   labels=src_labels)
         s_lat = GaugeMetricFamily(P + "source_poll_latency_seconds", "Duration of the source's last poll",
                                   labels=src_labels)
+        dropped = GaugeMetricFamily(P + "metrics_series_dropped",
+                                    "Per-worker and per-GPU series of the engine left out of this scrape "
+                                    "(over METRICS_MAX_SERIES_PER_ENGINE)", labels=["engine"])
+        kinds = _known_kinds()
+        states = frozenset(WORKER_STATES)
         for snap in snaps:
             e = engine_id_of(snap)
+            budget, left_out = self.max_series, 0
             up.add_metric([e], 1)
             published = snap.get("published_at")
             if published is not None:
@@ -90,17 +122,24 @@ class SnapshotCollector:
             # the snapshot's types hold: only the values the schema allows to be null are checked.
             by_state: Counter[str] = Counter({s: 0 for s in WORKER_STATES})
             for w in snap["gpu_workers"]:
-                state, wid, gpu = w["state"], str(w["worker_id"]), str(w["gpu_ordinal"])
+                state, wid, gpu = fold(w["state"], states), str(w["worker_id"]), str(w["gpu_ordinal"])
                 by_state[state] += 1
-                for s in sorted(set(WORKER_STATES) | {state}):
-                    wstate.add_metric([e, wid, gpu, s], 1 if s == state else 0)
-                wbusy.add_metric([e, wid, gpu], w["busy_secs"])
+                labels_of_state = sorted(states | {state})
+                cost = len(labels_of_state) + 1
+                if cost > budget:
+                    left_out += cost
+                    continue
+                budget -= cost
+                for s in labels_of_state:
+                    wstate.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS], s], 1 if s == state else 0)
+                wbusy.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS]], w["busy_secs"])
             for state, n in sorted(by_state.items()):
                 workers.add_metric([e, state], n)
             phase_counts: Counter[tuple[str, str]] = Counter()
             for pipe in snap["pipelines"]:
+                kind = fold(pipe["proof_kind"], kinds)
                 for part in pipe["partitions"]:
-                    phase_counts[(pipe["proof_kind"], part["state"])] += 1
+                    phase_counts[(kind, part["state"])] += 1
             for kind in sorted({k for k, _ in phase_counts}):
                 for phase in PHASES:
                     parts.add_metric([e, kind, phase], phase_counts.get((kind, phase), 0))
@@ -109,12 +148,16 @@ class SnapshotCollector:
             mem_total.add_metric([e], snap["memory"]["total_bytes"])
             synth.add_metric([e], snap["synthesis"]["active"])
             for g in snap["gpus"]:
-                labels = [e, str(g["ordinal"]), g["name"] or ""]
-                readings = ((g_util, g["util_pct"], 0.01), (g_used, g["mem_used_bytes"], 1),
-                            (g_total, g["mem_total_bytes"], 1), (g_temp, g["temp_c"], 1), (g_power, g["power_w"], 1))
-                for fam, reading, scale in readings:
-                    if reading is not None:
-                        fam.add_metric(labels, float(reading) * scale)
+                labels = [e, str(g["ordinal"])[:LABEL_MAX_CHARS], (g["name"] or "")[:LABEL_MAX_CHARS]]
+                readings = [(fam, value, scale) for fam, value, scale in (
+                    (g_util, g["util_pct"], 0.01), (g_used, g["mem_used_bytes"], 1), (g_total, g["mem_total_bytes"], 1),
+                    (g_temp, g["temp_c"], 1), (g_power, g["power_w"], 1)) if value is not None]
+                if len(readings) > budget:
+                    left_out += len(readings)
+                    continue
+                budget -= len(readings)
+                for fam, value, scale in readings:
+                    fam.add_metric(labels, float(value) * scale)
             source = snap.get("source")
             if isinstance(source, dict):  # a fleet-collected engine: how its poll went
                 labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]
@@ -123,8 +166,9 @@ class SnapshotCollector:
                     s_age.add_metric(labels, source["last_ok_secs_ago"])
                 if num(source.get("poll_ms")) is not None:
                     s_lat.add_metric(labels, source["poll_ms"] / 1000.0)
+            dropped.add_metric([e], left_out)
         yield from (up, hb, workers, wstate, wbusy, parts, queue, mem_used, mem_total, synth,
-                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat)
+                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat, dropped)
 
     def _outcomes(self) -> Iterator[Metric]:
         families = {status: CounterMetricFamily(P + f"jobs_{name}", f"Jobs {name} (from the database)",

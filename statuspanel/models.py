@@ -41,6 +41,12 @@ class Source(models.Model):
     remote_port = models.PositiveIntegerField(null=True, blank=True,
                                               help_text="ssh transport: the status port on the remote host")
     token = models.CharField(max_length=512, blank=True, default="")  # write-only: see SourceAdmin
+    grpc_target = models.CharField(max_length=300, blank=True, default="",
+                                   help_text="cuzk only: its gRPC API as HOST:PORT (ssh: as the remote host "
+                                             "reaches it, e.g. 127.0.0.1:9820); with or without the HTTP status")
+    grpc_tls = models.BooleanField(default=False, help_text="gRPC over TLS (http transport only)")
+    grpc_ca_path = models.CharField(max_length=500, blank=True, default="",
+                                    help_text="gRPC TLS: a CA bundle on this host (default: the system's roots)")
     interval_secs = models.FloatField(default=DEFAULT_INTERVAL_SECS)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -56,10 +62,13 @@ class Source(models.Model):
         return self.name
 
     def target(self) -> str:
-        """Where it is polled, without secrets: the URL, or user@host:port -> remote port."""
+        """Where it is polled, without secrets: the URL, or user@host:port -> remote port; and the gRPC API."""
+        scheme = "grpcs" if self.grpc_tls else "grpc"
+        grpc = f"{scheme}://{self.grpc_target}" if self.grpc_target else ""
         if self.transport == "ssh":
-            return f"{self.ssh_user}@{self.ssh_host}:{self.ssh_port} -> 127.0.0.1:{self.remote_port}"
-        return self.url
+            remote = [f"127.0.0.1:{self.remote_port}"] if self.remote_port is not None else []
+            return f"{self.ssh_user}@{self.ssh_host}:{self.ssh_port} -> {' + '.join(remote + ([grpc] if grpc else []))}"
+        return " + ".join(part for part in (self.url, grpc) if part)
 
 
 class SourceEvent(models.Model):

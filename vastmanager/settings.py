@@ -133,6 +133,15 @@ VASTMANAGER_STATUS_TOKEN = env_str("VASTMANAGER_STATUS_TOKEN")
 FLEET_RELOAD_SECS = env_float("FLEET_RELOAD_SECS", 2.0)
 # Days the fleet's kept state changes (SourceEvent) are kept; pruned hourly by the collector (0: forever).
 FLEET_EVENT_RETENTION_DAYS = env_float("FLEET_EVENT_RETENTION_DAYS", 30.0)
+# A flapping source keeps at most this many state changes per window; the rest become one summary row.
+FLEET_EVENT_BURST = env_int("FLEET_EVENT_BURST", 5)
+FLEET_EVENT_WINDOW_SECS = env_float("FLEET_EVENT_WINDOW_SECS", 300.0)
+# What one fleet source's answer may hold; more is refused as malformed / too-large before any work.
+FLEET_MAX_WORKERS = env_int("FLEET_MAX_WORKERS", 512)
+FLEET_MAX_PIPELINES = env_int("FLEET_MAX_PIPELINES", 256)
+FLEET_MAX_PARTITIONS = env_int("FLEET_MAX_PARTITIONS", 4096)
+# Poll link-local (169.254.0.0/16, fe80::/10) and cloud-metadata targets (refused unless set).
+FLEET_ALLOW_LINK_LOCAL = env_bool("FLEET_ALLOW_LINK_LOCAL", False)
 # Seconds finished jobs stay in the live view.
 TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
 # Publisher heartbeat; the cache TTL of a snapshot is two heartbeats (liveness).
@@ -147,6 +156,8 @@ CIRCUIT_SCALE = env_int("CIRCUIT_SCALE", 1)
 TELEMETRY_RETENTION_DAYS = env_float("TELEMETRY_RETENTION_DAYS", 7.0)
 # Serve /metrics without a token (only behind a network that only the Prometheus server reaches).
 METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
+# Per-worker and per-GPU series one engine may add to /metrics; the rest are dropped and counted.
+METRICS_MAX_SERIES_PER_ENGINE = env_int("METRICS_MAX_SERIES_PER_ENGINE", 1000)
 # Request bodies: the limit of every path without one of its own (vastmanager/limits.py), refused
 # from Content-Length before the body is read. POST /api/jobs may carry a circuit batch
 # (CIRCUIT_MAX_BODY, below); Django's own read limit is the larger of the two, since the server has

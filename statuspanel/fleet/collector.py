@@ -4,9 +4,11 @@ It runs inside the serving process (`runprover`, `watchfleet`) on an asyncio loo
 one thread, so nothing a source does (hang, flood, garbage) can hold the web server's loop; its
 snapshots enter the same path as local engines (gpu_engine/wire.py: the cache and the channel
 group), with `engine_id` = the source's name. Per source: one request in flight, timeouts from
-the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap and a JSON
-depth cap. JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a
-small thread pool (a typical status document, a few KiB, is decoded in place). The
+the poll interval, jittered exponential backoff while failing, an 8 MiB answer cap, a JSON depth
+cap and caps on what one answer may hold (statuspanel/fleet/bounds.py). State changes go to a
+`StateChangeLog` (statuspanel/fleet/events.py): batched, at most a burst per source and window.
+JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a small
+thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
 a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
 """
@@ -22,7 +24,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from gpu_engine import wire
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
+from statuspanel.fleet.bounds import SourceLimits
+from statuspanel.fleet.cuzk_grpc import source as grpc_source
 from statuspanel.fleet.errors import Unreachable
+from statuspanel.fleet.events import DEFAULT_BURST, DEFAULT_WINDOW_SECS, StateChange, StateChangeLog
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
@@ -50,8 +55,10 @@ class FleetCollector:
                  channel_layer: BaseChannelLayer | None = None, cache: BaseCache | None = None,
                  load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
-                 event_retention_days: float | None = None) -> None:
+                 event_retention_days: float | None = None, limits: SourceLimits | None = None) -> None:
         self.reload_secs = reload_secs
+        # What one answer may hold (workers, pipelines, partitions), checked before the adapter runs.
+        self.limits = limits or SourceLimits.from_settings()
         # Kept state changes older than this are pruned hourly (0: never); no pruning without the table.
         if event_retention_days is None:
             event_retention_days = _setting("FLEET_EVENT_RETENTION_DAYS", 30.0) if load_sources is None else 0.0
@@ -62,9 +69,17 @@ class FleetCollector:
         self._layer = channel_layer
         self._cache = cache
         self._load = load_sources or source_table.load_sources
-        self._record = record_state_change or source_table.record_state_change
+        # State changes: batched, at most a burst per source and window (a flapping source is summarised).
+        if record_state_change is None:
+            write = source_table.record_state_changes
+        else:  # one call per kept change (tests record them without a database)
+            def write(events: list[StateChange], current: list[StateChange]) -> None:
+                for c in events:
+                    record_state_change(c.source_id, c.name, c.previous, c.state, c.reason, c.error, c.at)
+        self.events = StateChangeLog(write, burst=int(_setting("FLEET_EVENT_BURST", DEFAULT_BURST)),
+                                     window_secs=_setting("FLEET_EVENT_WINDOW_SECS", DEFAULT_WINDOW_SECS))
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
-        # State changes and pinned keys are written by one thread, so they land in the order they happened.
+        # Pinned keys and the hourly prune are written by one thread of their own.
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -101,6 +116,7 @@ class FleetCollector:
     def start(self) -> FleetCollector:
         if self._thread is not None:
             raise RuntimeError("collector already started")
+        self.events.start()
         self._thread = threading.Thread(target=self._main, name="fleet-collector", daemon=True)
         self._thread.start()
         self._ready.wait(5)
@@ -114,7 +130,8 @@ class FleetCollector:
         if thread is not None:
             thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._writer.shutdown(wait=True)  # the last state changes are kept
+        self._writer.shutdown(wait=True)
+        self.events.stop()  # the last state changes (and open flapping summaries) are kept
 
     @property
     def running(self) -> bool:
@@ -180,7 +197,7 @@ class FleetCollector:
         def on_pin(key: str) -> None:
             self._writer.submit(source_table.pin_host_key, cfg.id, key)
 
-        client = make_client(cfg, on_pin)
+        client = grpc_source.CuzkGrpcSource(cfg, on_pin) if cfg.grpc_target else make_client(cfg, on_pin)
         self._clients[cfg.name] = client
         self._tasks[cfg.name] = asyncio.get_running_loop().create_task(self._poll_forever(cfg.name, client),
                                                                         name=f"fleet-{cfg.name}")
@@ -221,11 +238,15 @@ class FleetCollector:
         cfg = state.cfg
         started = time.monotonic()
         try:
-            body = await fetch(client, cfg, self.max_bytes)
-            if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
-                snap = decode(body, cfg.kind, self.max_depth)
+            if cfg.grpc_target:  # a cuzk daemon's gRPC API (with its HTTP status, if polled too)
+                snap = await grpc_source.poll(client, cfg, self.max_bytes, self.max_depth, self._in_thread,
+                                              self.limits)
             else:
-                snap = await self._in_thread(decode, body, cfg.kind, self.max_depth)
+                body = await fetch(client, cfg, self.max_bytes)
+                if len(body) <= INLINE_DECODE_BYTES:  # well under a millisecond: cheaper than a thread hop
+                    snap = decode(body, cfg.kind, self.max_depth, self.limits)
+                else:
+                    snap = await self._in_thread(decode, body, cfg.kind, self.max_depth, self.limits)
         except Unreachable as exc:
             state.observe_failure(SOURCE_UNREACHABLE, exc.reason, str(exc), _ms(started))
         except Malformed as exc:
@@ -255,8 +276,8 @@ class FleetCollector:
         state.published_state = current
         state.last_publish = time.monotonic()
         if previous != current:
-            self._writer.submit(self._record_safely, cfg.id, cfg.name, previous[0] if previous else "",
-                                  current[0], current[1], source["error"] or "", time.time())
+            self.events.add(StateChange(cfg.id, cfg.name, previous[0] if previous else "", current[0], current[1],
+                                        source["error"] or "", time.time()))
         try:
             await self._in_thread(self._store, snap)
             self._send(wire.snapshot_message(cfg.name, snap["seq"], snap))
@@ -300,12 +321,6 @@ class FleetCollector:
             source_table.prune_events(self.event_retention_days)
         except Exception:  # an old row left for the next hour must not stop the collector
             log.exception("fleet: pruning old state changes failed")
-
-    def _record_safely(self, *args: Any) -> None:
-        try:
-            self._record(*args)
-        except Exception:  # a state change not kept must not stop the collector
-            log.exception("fleet: keeping a state change of %s failed", args[1])
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()

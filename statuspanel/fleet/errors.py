@@ -2,7 +2,8 @@
 
 Reasons are `UNREACHABLE_REASONS` (gpu_engine/vocabulary.py): refused, timeout, dns, tls,
 unauthorized (401), forbidden (403), http (another status), ssh (authentication, host key, a
-channel the server refused), network (anything else on the way). Messages never carry secrets:
+channel the server refused), network (anything else on the way), blocked (a link-local or
+metadata target, statuspanel/fleet/targets.py). Messages never carry secrets:
 source URLs hold no credentials (the form refuses them) and tokens travel only in headers.
 """
 from __future__ import annotations

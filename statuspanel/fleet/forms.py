@@ -2,9 +2,12 @@
 
 `SourceForm` validates every field and their combinations (an http source has a URL and no ssh
 fields; an ssh source has user, host, key file and remote port and no URL; a vastmanager source
-has a token). The token is write-only: never rendered back, kept when left empty on an edit,
-removed only with `clear_token`. `parse_ssh_target("user@host[:port]")` is the one reading of the
-`--ssh` argument.
+has a token). The token is write-only: never rendered back, kept when left empty on an edit of
+the same target, removed with `clear_token` or when the URL, the ssh host or port, or the
+transport changes (a token goes only where it was given for: re-pointing a source needs it given
+again). Link-local and cloud-metadata targets are refused unless FLEET_ALLOW_LINK_LOCAL is set
+(statuspanel/fleet/targets.py; the collector checks resolved addresses again at every poll).
+`parse_ssh_target("user@host[:port]")` is the one reading of the `--ssh` argument.
 """
 from __future__ import annotations
 
@@ -16,9 +19,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from gpu_engine import runtime, wire
+from statuspanel.fleet.targets import ALLOW_SETTING, literal_problem, refusal
 from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
 from gpu_engine.wire import validate_engine_id
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
@@ -78,7 +83,8 @@ class SourceForm(_SourceModelForm):
     token = forms.CharField(required=False, strip=True, max_length=512,
                             widget=forms.PasswordInput(render_value=False),
                             help_text="bearer token sent to the source; write-only (left empty on an edit, "
-                                      "the current one is kept)")
+                                      "the current one is kept, unless the URL or ssh host changes: then it "
+                                      "must be given again)")
     clear_token = forms.BooleanField(required=False, help_text="remove the stored token")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -91,7 +97,8 @@ class SourceForm(_SourceModelForm):
     class Meta:
         model = Source
         fields = ("name", "kind", "transport", "url", "ssh_user", "ssh_host", "ssh_port", "ssh_key_path",
-                  "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled")
+                  "known_hosts_policy", "known_hosts_path", "remote_port", "token", "interval_secs", "enabled",
+                  "grpc_target", "grpc_tls", "grpc_ca_path")
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"].strip()
@@ -126,6 +133,7 @@ class SourceForm(_SourceModelForm):
         kind, transport = data.get("kind"), data.get("transport")
         if kind is not None and kind not in SOURCE_KINDS:
             self.add_error("kind", f"kind must be one of {', '.join(SOURCE_KINDS)}")
+        clean_grpc(self, data, kind, transport)
         if transport == "http":
             self._clean_http(data)
         elif transport == "ssh":
@@ -139,7 +147,8 @@ class SourceForm(_SourceModelForm):
         url = (data.get("url") or "").strip()
         data["url"] = url
         if not url:
-            self.add_error("url", "an http source needs a URL such as http://10.0.0.5:9820")
+            if not data.get("grpc_target"):  # a cuzk daemon may be watched through its gRPC API alone
+                self.add_error("url", "an http source needs a URL such as http://10.0.0.5:9821 (or a gRPC target)")
         else:
             try:
                 parts = urlsplit(url)
@@ -157,6 +166,8 @@ class SourceForm(_SourceModelForm):
                 self.add_error("url", "the URL must not have a #fragment")
             elif port == 0:
                 self.add_error("url", "the URL's port must be from 1 to 65535")
+            else:
+                self._refuse_blocked_host("url", parts.hostname)
         for name in ("ssh_user", "ssh_host", "ssh_key_path", "remote_port"):
             if data.get(name):
                 self.add_error(name, f"{name} is for ssh sources only (this one is http)")
@@ -169,13 +180,16 @@ class SourceForm(_SourceModelForm):
             self.add_error("ssh_user", f"ssh user must be a plain user name, got {user!r}")
         if not HOST_RE.match(host if ":" not in host else f"[{host}]"):
             self.add_error("ssh_host", f"ssh host must be a host name or an address, got {host!r}")
+        else:
+            self._refuse_blocked_host("ssh_host", host)
         port = data.get("ssh_port") or 22
         if not 1 <= port <= 65535:
             self.add_error("ssh_port", f"ssh port must be from 1 to 65535, got {port}")
         data["ssh_port"] = port
         remote = data.get("remote_port")
-        if remote is None or not 1 <= remote <= 65535:
-            self.add_error("remote_port", "an ssh source needs the status port on the remote host (1-65535)")
+        if (remote is None and not data.get("grpc_target")) or (remote is not None and not 1 <= remote <= 65535):
+            self.add_error("remote_port", "an ssh source needs the status port on the remote host (1-65535), "
+                                          "or a gRPC target")
         key = (data.get("ssh_key_path") or "").strip()
         if not key:
             self.add_error("ssh_key_path", "an ssh source needs a private key file")
@@ -194,12 +208,30 @@ class SourceForm(_SourceModelForm):
         if token and (len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token)):
             self.add_error("token", f"a token is at least {MIN_TOKEN_CHARS} printable characters without spaces")
             return
+        repointed = self.instance.pk is not None and bool(self.instance.token) and self._target_changed(data)
         if data.get("clear_token"):
             data["token"] = ""
-        elif not token and self.instance.pk is not None:
+        elif not token and self.instance.pk is not None and not repointed:
             data["token"] = self.instance.token  # write-only: an empty field keeps the stored token
         if kind == "vastmanager" and not data.get("token"):
-            self.add_error("token", "a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN)")
+            again = (" — the stored one was cleared because the source now points elsewhere: give it again"
+                     if repointed and not data.get("clear_token") else "")
+            self.add_error("token", f"a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN){again}")
+
+    def _target_changed(self, data: dict) -> bool:
+        """Whether the edit points the source somewhere else than its stored row (URL, ssh host or
+        port, transport): the stored token then stays behind."""
+        old = self.instance
+        if data.get("transport") != old.transport:
+            return True
+        if old.transport == "ssh":
+            return (data.get("ssh_host"), data.get("ssh_port")) != (old.ssh_host, old.ssh_port)
+        return (data.get("url") or "") != old.url
+
+    def _refuse_blocked_host(self, field_name: str, host: str) -> None:
+        problem = literal_problem(host)
+        if problem and not getattr(settings, ALLOW_SETTING, False):
+            self.add_error(field_name, refusal(host, problem))
 
     def save(self, commit: bool = True) -> Source:
         source: Source = super().save(commit=False)
@@ -211,6 +243,46 @@ class SourceForm(_SourceModelForm):
         if commit:
             source.save()
         return source
+
+
+def parse_grpc_target(value: str, *, bare_port_host: str | None = None) -> str:
+    """`HOST:PORT` (IPv6 in brackets) -> the normalised target; over ssh a bare `PORT` means
+    `127.0.0.1:PORT` on the remote host (`bare_port_host`)."""
+    value = (value or "").strip()
+    if bare_port_host is not None and value.isdigit():
+        return f"{bare_port_host}:{_port(value, 'gRPC port')}"
+    host, colon, raw = value.rpartition(":")
+    if not colon or not host:
+        raise ValidationError(f"gRPC target {value!r} must look like HOST:PORT (e.g. 10.0.0.5:9820)")
+    port = _port(raw, "gRPC port")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not HOST_RE.match(bare if ":" not in bare else f"[{bare}]"):
+        raise ValidationError(f"gRPC target's host must be a host name or an address, got {host!r}")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
+def clean_grpc(form: forms.BaseForm, data: dict[str, Any], kind: str | None, transport: str | None) -> None:
+    """The gRPC fields: a cuzk source only; TLS only direct (the ssh channel is encrypted already)
+    and its CA bundle a readable file here."""
+    raw = (data.get("grpc_target") or "").strip()
+    tls, ca = bool(data.get("grpc_tls")), (data.get("grpc_ca_path") or "").strip()
+    data.update(grpc_target=raw, grpc_ca_path=ca)
+    if not raw:
+        if tls or ca:
+            form.add_error("grpc_tls", "gRPC TLS and its CA file go with a gRPC target")
+        return
+    if kind is not None and kind != "cuzk":
+        form.add_error("grpc_target", "a gRPC target is for cuzk sources (a vastmanager engine serves HTTP only)")
+    try:
+        data["grpc_target"] = parse_grpc_target(raw, bare_port_host="127.0.0.1" if transport == "ssh" else None)
+    except ValidationError as exc:
+        form.add_error("grpc_target", exc)
+    if transport == "ssh" and tls:
+        form.add_error("grpc_tls", "gRPC TLS is for direct connections; over ssh the channel is encrypted already")
+    if ca and not tls:
+        form.add_error("grpc_ca_path", "a gRPC CA file goes with TLS (--grpc-tls)")
+    elif ca and (not Path(ca).expanduser().is_file() or not os.access(Path(ca).expanduser(), os.R_OK)):
+        form.add_error("grpc_ca_path", f"CA file {ca} is not a readable file on this host")
 
 
 def form_errors(form: forms.BaseForm) -> str:

@@ -1,8 +1,9 @@
 """One source's polling: its state (online / stale / unreachable / malformed), backoff and snapshot.
 
 `SourceState` is what the panel learns about a source; it survives an edit of the source (a new
-client, the same history). `decode` turns an answer's bytes into the panel's snapshot (JSON depth
-cap, the kind's adapter); it runs in a worker thread, off the event loop.
+client, the same history). `decode` turns an answer's bytes into the panel's snapshot (UTF-8 text,
+JSON depth cap, the per-source bounds, then the kind's adapter); large answers are decoded in a
+worker thread, off the event loop.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any, Callable, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from gpu_engine.schema import SourceSnapshot
+from statuspanel.fleet.bounds import SourceLimits, check_bounds, utf8_text
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
+from statuspanel.fleet.cuzk_grpc.channel import public_grpc_target
 from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
 
@@ -26,18 +29,24 @@ BACKOFF_MAX_INTERVALS = 8
 BACKOFF_MAX_SECS = 30.0
 
 
-def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH) -> SourceSnapshot:
-    """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed."""
-    if nesting_depth(body) > max_depth:  # before parsing: the parser's recursion must stay shallow
+def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLimits | None = None) -> SourceSnapshot:
+    """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed.
+
+    The depth is measured on UTF-8 text (any other encoding is refused first: UTF-16 bytes hide
+    brackets from a byte scanner) and the counts checked before the adapter does any work."""
+    text = utf8_text(body)
+    raw = body[3:] if body.startswith(b"\xef\xbb\xbf") else body  # the same text: ASCII bytes are ASCII chars
+    if nesting_depth(raw) > max_depth:  # before parsing: the parser's recursion must stay shallow
         raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep")
     try:
-        doc = json.loads(body)
+        doc = json.loads(text)
     except RecursionError:
         raise Malformed(f"too deep: the JSON nests over {max_depth} levels", reason="too-deep") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        head = body.lstrip()[:1]
-        what = "HTML or XML" if head == b"<" else "not JSON"
+    except ValueError as exc:
+        head = text.lstrip()[:1]
+        what = "HTML or XML" if head == "<" else "not JSON"
         raise Malformed(f"not JSON: the answer is {what} ({str(exc)[:120]})", reason="not-json") from None
+    check_bounds(doc, limits or SourceLimits())
     snap = adapt_cuzk(doc)  # our own snapshot is a superset of cuzk's: one rule set reads both
     if kind == "vastmanager":
         extras: tuple[Literal["allocations", "buffers"], ...] = ("allocations", "buffers")
@@ -58,6 +67,8 @@ def backoff_delay(cfg: SourceConfig, failures: int, rng: Callable[[], float] = r
 
 def public_target(cfg: SourceConfig) -> str:
     """Where the source is polled, for the panel: no query string (it could hold a key), no userinfo."""
+    if not cfg.has_http:  # a cuzk source polled over gRPC only
+        return public_grpc_target(cfg)
     if cfg.transport == "ssh":
         return f"ssh {cfg.ssh_user}@{cfg.ssh_host}:{cfg.ssh_port} -> 127.0.0.1:{cfg.remote_port}"
     parts = urlsplit(cfg.status_url())
@@ -129,6 +140,7 @@ class SourceState:
             "interval_secs": cfg.interval_secs,
             "failures": self.failures,
             "target": public_target(cfg),
+            **(_grpc_block(cfg) if cfg.grpc_target else {}),
         }
 
     def snapshot(self) -> SourceSnapshot:
@@ -144,6 +156,11 @@ class SourceState:
         snap["source"] = self.source_block()
         snap.setdefault("consistency", [])
         return snap
+
+
+def _grpc_block(cfg: SourceConfig) -> dict[str, Any]:
+    """A cuzk source with a gRPC target: where it is called, and whether the HTTP status is polled too."""
+    return {"grpc_target": public_grpc_target(cfg), "status_http": cfg.has_http}
 
 
 def heartbeat_secs(cfg: SourceConfig) -> float:

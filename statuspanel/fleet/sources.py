@@ -1,4 +1,5 @@
-"""The collector's side of the Source table: read the enabled sources, keep state changes, pin host keys.
+"""The collector's side of the Source table: read the enabled sources, keep state changes (in batches,
+from statuspanel/fleet/events.py), pin host keys.
 
 These run in the collector's worker threads (never on its event loop) and close their database
 connection when done, so a thread pool holds no connection between polls.
@@ -8,8 +9,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 
-from django.db import connection
+from django.db import connection, transaction
 
+from statuspanel.fleet.events import StateChange
 from statuspanel.fleet.transport import SourceConfig
 
 log = logging.getLogger(__name__)
@@ -17,8 +19,11 @@ log = logging.getLogger(__name__)
 
 def load_sources() -> list[SourceConfig]:
     """Every enabled source as plain data (the token included: it is sent, never shown)."""
+    from django.conf import settings
+
     from statuspanel.models import Source
 
+    allow_link_local = bool(getattr(settings, "FLEET_ALLOW_LINK_LOCAL", False))
     try:
         return [
             SourceConfig(
@@ -26,25 +31,31 @@ def load_sources() -> list[SourceConfig]:
                 ssh_host=s.ssh_host, ssh_port=s.ssh_port, ssh_key_path=s.ssh_key_path,
                 known_hosts_policy=s.known_hosts_policy, known_hosts_path=s.known_hosts_path,
                 ssh_host_key=s.ssh_host_key, remote_port=s.remote_port, token=s.token,
-                interval_secs=s.interval_secs)
+                interval_secs=s.interval_secs, allow_link_local=allow_link_local, grpc_target=s.grpc_target,
+                grpc_tls=s.grpc_tls, grpc_ca_path=s.grpc_ca_path)
             for s in Source.objects.filter(enabled=True).order_by("name")
         ]
     finally:
         connection.close()
 
 
-def record_state_change(source_id: int, name: str, previous: str, state: str, reason: str, error: str,
-                        at: float) -> None:
-    """Keep one state change: a SourceEvent row, and the source's current state on its row."""
+def record_state_changes(events: list[StateChange], current: list[StateChange]) -> None:
+    """Keep a batch of state changes (SourceEvent rows) and each source's latest state on its row:
+    one transaction, a handful of queries however many changes gathered."""
     from statuspanel.models import Source, SourceEvent
 
-    when = datetime.fromtimestamp(at, timezone.utc)
+    ids = {c.source_id for c in events} | {c.source_id for c in current}
     try:
-        source = Source.objects.filter(id=source_id).first()
-        SourceEvent.objects.create(source=source, source_name=name, at=when, previous=previous, state=state,
-                                   reason=reason, error=error[:500])
-        if source is not None:
-            Source.objects.filter(id=source_id).update(state=state, state_since=when, last_error=error[:500])
+        with transaction.atomic():
+            existing = set(Source.objects.filter(id__in=ids).values_list("id", flat=True))
+            SourceEvent.objects.bulk_create([
+                SourceEvent(source_id=c.source_id if c.source_id in existing else None, source_name=c.name,
+                            at=datetime.fromtimestamp(c.at, timezone.utc), previous=c.previous, state=c.state,
+                            reason=c.reason, error=c.error[:500])
+                for c in events])
+            rows = [Source(id=c.source_id, state=c.state, state_since=datetime.fromtimestamp(c.at, timezone.utc),
+                           last_error=c.error[:500]) for c in current if c.source_id in existing]
+            Source.objects.bulk_update(rows, ["state", "state_since", "last_error"], batch_size=500)
     finally:
         connection.close()
 

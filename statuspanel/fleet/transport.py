@@ -1,9 +1,11 @@
 """Reaching a source: HTTP(S) with httpx, or HTTP through an SSH direct-tcpip channel (asyncssh).
 
-Both transports are one `httpx.AsyncClient`, so status codes, streaming and the size cap are one
-code path: for SSH the client's transport opens its connections as direct-tcpip channels to the
-status port on the remote host's loopback (nothing is installed there; sshd forwards the bytes).
-One connection per source (the collector keeps one request in flight per source anyway).
+Both transports are one `httpx.AsyncClient` over one httpcore pool whose network backend decides
+how a "TCP connection" is made, so status codes, streaming and the size cap are one code path:
+for HTTP the backend resolves the host, refuses link-local and metadata addresses
+(statuspanel/fleet/targets.py) and connects to the vetted address; for SSH it opens direct-tcpip
+channels to the status port on the remote host's loopback (nothing is installed there). One
+connection per source (the collector keeps one request in flight per source anyway).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import anyio
 import httpcore
 import httpx
 
@@ -25,9 +28,12 @@ if typing.TYPE_CHECKING:
 
 from statuspanel.fleet.errors import Unreachable, classify, http_status
 from statuspanel.fleet.shape import Malformed
+from statuspanel.fleet.targets import BlockedTarget, resolve_allowed
 
 STATUS_PATHS = {"cuzk": "/status", "vastmanager": "/api/status"}
 MAX_BYTES = 8 * 1024 * 1024
+# An idle kept-alive connection older than this is closed, not reused (httpx's own default).
+KEEPALIVE_EXPIRY_SECS = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,15 @@ class SourceConfig:
     remote_port: int | None = None
     token: str = ""
     interval_secs: float = 1.5
+    allow_link_local: bool = False   # FLEET_ALLOW_LINK_LOCAL: poll link-local / metadata targets anyway
+    grpc_target: str = ""      # cuzk's gRPC HOST:PORT (over ssh: as the remote host reaches it); "" for none
+    grpc_tls: bool = False
+    grpc_ca_path: str = ""
+
+    @property
+    def has_http(self) -> bool:
+        """Whether the HTTP status is polled (a cuzk source may have only its gRPC API)."""
+        return bool(self.url) if self.transport == "http" else self.remote_port is not None
 
     def __repr__(self) -> str:  # never show the token, whatever prints this
         return f"SourceConfig(id={self.id}, name={self.name!r}, kind={self.kind!r}, transport={self.transport!r})"
@@ -102,6 +117,11 @@ class _ChannelStream(httpcore.AsyncNetworkStream):
         raise httpcore.ConnectError("TLS inside the ssh channel is not supported")
 
     def get_extra_info(self, info: str) -> typing.Any:
+        # httpcore asks before reusing an idle keep-alive connection: readable while idle means the
+        # server closed it (EOF, or the channel or the whole ssh connection gone), so it is dropped
+        # and a fresh channel opened instead of a request sent into a closed one.
+        if info == "is_readable":
+            return self._reader.at_eof() or self._writer.is_closing()
         return None
 
 
@@ -131,6 +151,10 @@ class SshBackend(httpcore.AsyncNetworkBackend):
                 known_hosts = asyncssh.import_known_hosts(f"{pattern} {cfg.ssh_host_key}\n")
             else:  # pin with nothing pinned yet (the first key is kept below), or off
                 known_hosts = None
+            try:
+                await resolve_allowed(cfg.ssh_host, cfg.ssh_port, allow_link_local=cfg.allow_link_local)
+            except BlockedTarget as exc:
+                raise Unreachable("blocked", str(exc)) from None
             try:
                 keys = asyncssh.load_keypairs([os.path.expanduser(cfg.ssh_key_path)])
             except (OSError, asyncssh.KeyImportError) as exc:
@@ -174,6 +198,40 @@ class SshBackend(httpcore.AsyncNetworkBackend):
             self._conn = None
 
 
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Plain TCP, but only to addresses the source may reach: the name is resolved here, every
+    address checked (statuspanel/fleet/targets.py) and the connection made to a vetted address.
+    TLS still verifies the URL's host name (httpcore passes it as the server name)."""
+
+    def __init__(self, cfg: SourceConfig) -> None:
+        self.cfg = cfg
+        self._tcp = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.AsyncNetworkStream:
+        try:
+            with anyio.fail_after(timeout):
+                addresses = await resolve_allowed(host, port, allow_link_local=self.cfg.allow_link_local)
+        except BlockedTarget as exc:
+            raise Unreachable("blocked", str(exc)) from None
+        except TimeoutError:
+            raise httpcore.ConnectTimeout("name resolution timed out") from None
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._tcp.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                   socket_options=socket_options)
+            except httpcore.ConnectError as exc:  # the next address, as a resolver-driven client would
+                error = exc
+        raise error or httpcore.ConnectError(f"{host} resolved to no address")
+
+    async def connect_unix_socket(self, *args: typing.Any, **kwargs: typing.Any) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("sources are not reached over unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._tcp.sleep(seconds)
+
+
 class _ResponseStream(httpx.AsyncByteStream):
     def __init__(self, stream: typing.AsyncIterable[bytes]) -> None:
         self._stream = stream
@@ -187,12 +245,15 @@ class _ResponseStream(httpx.AsyncByteStream):
             await self._stream.aclose()
 
 
-class SshTransport(httpx.AsyncBaseTransport):
-    """httpx over SshBackend: the same client API as plain HTTP (errors are classified by the caller)."""
+class PoolTransport(httpx.AsyncBaseTransport):
+    """httpx over a one-connection httpcore pool with our network backend (errors are classified by
+    the caller, which reads httpcore's exceptions as well as httpx's)."""
 
-    def __init__(self, backend: SshBackend) -> None:
+    def __init__(self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext | None = None) -> None:
         self.backend = backend
-        self._pool = httpcore.AsyncConnectionPool(network_backend=backend, max_connections=1, retries=0)
+        self._pool = httpcore.AsyncConnectionPool(network_backend=backend, ssl_context=ssl_context,
+                                                  max_connections=1, max_keepalive_connections=1, retries=0,
+                                                  keepalive_expiry=KEEPALIVE_EXPIRY_SECS)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         req = httpcore.Request(
@@ -207,7 +268,8 @@ class SshTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._pool.aclose()
-        await self.backend.aclose()
+        if hasattr(self.backend, "aclose"):
+            await self.backend.aclose()
 
 
 # ---- the client and one fetch -------------------------------------------------------------------
@@ -218,31 +280,37 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> httpx.AsyncClient:
-    """A source's client. Call tls_context() once off the loop first (the collector does)."""
+def make_client(cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None,
+                backend: SshBackend | None = None) -> httpx.AsyncClient:
+    """A source's client. Call tls_context() once off the loop first (the collector does). An ssh
+    source's `backend` may be shared (its gRPC channel uses the same SSH connection)."""
     timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
     headers = {"Accept": "application/json", "User-Agent": "vastmanager-fleet"}
     if cfg.token:
         headers["Authorization"] = f"Bearer {cfg.token}"
     if cfg.transport == "ssh":
-        return httpx.AsyncClient(transport=SshTransport(SshBackend(cfg, on_pin)), timeout=timeout, headers=headers,
-                                 follow_redirects=False, trust_env=False)
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    return httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits, follow_redirects=False,
-                             trust_env=False, verify=tls_context())
+        transport = PoolTransport(backend or SshBackend(cfg, on_pin))
+    else:
+        transport = PoolTransport(GuardedBackend(cfg), ssl_context=tls_context())
+    return httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, follow_redirects=False,
+                             trust_env=False)
 
 
 async def fetch(client: httpx.AsyncClient, cfg: SourceConfig, max_bytes: int = MAX_BYTES) -> bytes:
     """The status document's bytes, cut off past `max_bytes`; Unreachable or Malformed otherwise.
 
     The whole poll has a deadline (connect + read timeouts): a server that drips one byte a second
-    never trips the read timeout, but still cannot hold the source's one request forever."""
+    never trips the read timeout, but still cannot hold the source's one request forever. The
+    deadline is an anyio cancel scope inside the request, which httpcore's cleanup honours: an
+    outer `asyncio.wait_for` that fired while the loop was busy could cancel the request half-way
+    and leave it in the one-connection pool, and every later poll then timed out waiting for it."""
     deadline = cfg.connect_timeout + cfg.read_timeout
     try:
-        return await asyncio.wait_for(_fetch(client, cfg, max_bytes), deadline)
+        with anyio.fail_after(deadline):
+            return await _fetch(client, cfg, max_bytes)
     except (Unreachable, Malformed):
         raise
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise Unreachable("timeout", f"timeout: no complete answer within {deadline:g} s") from None
     except Exception as exc:  # every transport error becomes a reason the panel shows
         raise classify(exc, timeout_secs=cfg.read_timeout) from None

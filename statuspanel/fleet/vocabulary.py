@@ -12,8 +12,14 @@ SOURCE_DOWN_STATES = frozenset({SOURCE_UNREACHABLE, SOURCE_MALFORMED})
 # A source is stale once its last good snapshot is older than this many poll intervals.
 STALE_INTERVALS = 2
 # Why a source is unreachable or malformed (`source.reason`); `source.error` says it in words.
-UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network")
-MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape")
+# `grpc`: a gRPC status other than those above (UNIMPLEMENTED: the port serves no cuzk status);
+# `not-protobuf`: a gRPC answer that does not decode as the message asked for.
+UNREACHABLE_REASONS = ("refused", "timeout", "dns", "tls", "unauthorized", "forbidden", "http", "ssh", "network",
+                       "blocked", "grpc")
+MALFORMED_REASONS = ("not-json", "too-large", "too-deep", "shape", "not-protobuf")
 SOURCE_KINDS = ("cuzk", "vastmanager")
 SOURCE_TRANSPORTS = ("http", "ssh")
 SOURCE_KEYS = ("kind", "transport", "state", "error", "last_ok_secs_ago", "poll_ms")
+# The reason of a kept state change that stands for many: a flapping source's changes beyond the
+# per-window burst, counted in one row (statuspanel/fleet/events.py).
+EVENT_FLAPPING = "flapping"

@@ -17,6 +17,7 @@ from gpu_engine.schema import SnapshotDocument
 from statuspanel.render import fleet as fleet_render
 from statuspanel.render.cache import LRU
 from statuspanel.render.numbers import num
+from statuspanel.fleet.cuzk_grpc.render import grpc_context
 from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
@@ -220,6 +221,7 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
         "has_data": source is None or source["last_ok_secs_ago"] is not None,
         "consistency": consistency,
         "cuzk": fleet_render.cuzk_context(snap),
+        "grpc": grpc_context(snap),  # a cuzk source's gRPC status: GPUs, queues, SRS tiers
         "proofs_per_min": ppm,
     }
     ctx["tally"] = fleet_render.engine_tally(ctx)

@@ -19,6 +19,7 @@ class ForwardingSshServer:
         self.host_key = host_key or asyncssh.generate_private_key("ssh-ed25519")
         self.port = 0
         self.channels = 0
+        self.connections = 0
         self._loop = asyncio.new_event_loop()
         self._server = None
         self._thread = threading.Thread(target=self._loop.run_forever, name="ssh-server", daemon=True)
@@ -32,6 +33,9 @@ class ForwardingSshServer:
         outer = self
 
         class Server(asyncssh.SSHServer):
+            def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+                outer.connections += 1
+
             def begin_auth(self, username: str) -> bool:
                 return True
 

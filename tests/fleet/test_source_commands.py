@@ -57,11 +57,15 @@ def test_the_token_is_stored_and_never_printed(tmp_path) -> None:
     assert TOKEN not in listing and "set" in listing
 
 
-def test_replace_keeps_the_token_when_none_is_given() -> None:
+def test_replace_keeps_the_token_when_none_is_given_for_the_same_target() -> None:
     run("addsource", "eng1", "--kind", "vastmanager", "--url", "http://10.0.0.7:8000", "--token", TOKEN)
-    run("addsource", "eng1", "--kind", "vastmanager", "--url", "http://10.0.0.8:8000", "--replace")
+    run("addsource", "eng1", "--kind", "vastmanager", "--url", "http://10.0.0.7:8000", "--interval", "2", "--replace")
     source = Source.objects.get(name="eng1")
-    assert (source.url, source.token) == ("http://10.0.0.8:8000", TOKEN)
+    assert (source.interval_secs, source.token) == (2.0, TOKEN)
+    with pytest.raises(CommandError, match="give it again"):  # another host: the token is not sent there
+        run("addsource", "eng1", "--kind", "vastmanager", "--url", "http://10.0.0.8:8000", "--replace")
+    source.refresh_from_db()
+    assert (source.url, source.token) == ("http://10.0.0.7:8000", TOKEN)
 
 
 @pytest.mark.parametrize("args,message", [

@@ -43,8 +43,8 @@ def test_each_documented_table_lists_exactly_its_types_keys(heading, shape):
 
 
 def test_optional_top_level_keys_are_the_ones_added_on_the_way():
-    assert schema.Snapshot.__optional_keys__ == {"source", "allocations", "buffers", "published_at",
-                                                 "heartbeat_secs"}
+    assert schema.Snapshot.__optional_keys__ == {"source", "allocations", "buffers", "queues", "srs",
+                                                 "partitions_visible", "published_at", "heartbeat_secs"}
 
 
 def test_tracker_snapshot_has_every_required_key_of_every_shape():

@@ -1,6 +1,8 @@
 """`manage.py addsource NAME --kind cuzk|vastmanager (--url URL | --ssh USER@HOST[:PORT] --key FILE
---remote-port N) [--token T | --token-file F] [--interval SECS]`: add (or with --replace, edit) a
-fleet source. Validated by the same form as the admin (statuspanel/fleet/forms.py)."""
+[--remote-port N]) [--grpc HOST:PORT [--grpc-tls [--grpc-ca FILE]]] [--token T | --token-file F]
+[--interval SECS]`: add (or with --replace, edit) a fleet source. A cuzk source may be watched
+through its gRPC API (`--grpc`) alone or beside its HTTP status. Validated by the same form as the
+admin (statuspanel/fleet/forms.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,9 +22,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the engine id it is shown under")
         parser.add_argument("--kind", required=True, choices=SOURCE_KINDS)
-        where = parser.add_mutually_exclusive_group(required=True)
+        where = parser.add_mutually_exclusive_group()
         where.add_argument("--url", help="http(s) URL of the engine (its status path is added when absent)")
         where.add_argument("--ssh", metavar="USER@HOST[:PORT]", help="reach the status port through ssh")
+        parser.add_argument("--grpc", metavar="HOST:PORT", default="",
+                            help="cuzk: its gRPC API (alone, or beside --url; with --ssh as the remote host "
+                                 "reaches it, e.g. 127.0.0.1:9820, or just the port)")
+        parser.add_argument("--grpc-tls", action="store_true", help="cuzk gRPC over TLS (not with --ssh)")
+        parser.add_argument("--grpc-ca", metavar="FILE", default="", help="gRPC TLS: CA bundle (default: system roots)")
         parser.add_argument("--key", metavar="FILE", default="", help="ssh: private key file")
         parser.add_argument("--remote-port", type=int, default=None, metavar="N",
                             help="ssh: the status port on the remote host's loopback")
@@ -49,7 +56,10 @@ class Command(BaseCommand):
         data: dict[str, Any] = {"name": opts["name"], "kind": opts["kind"], "token": token,
                                 "interval_secs": opts["interval"], "enabled": not opts["disabled"],
                                 "known_hosts_policy": opts["known_hosts"],
-                                "known_hosts_path": opts["known_hosts_file"]}
+                                "known_hosts_path": opts["known_hosts_file"], "grpc_target": opts["grpc"],
+                                "grpc_tls": opts["grpc_tls"], "grpc_ca_path": opts["grpc_ca"]}
+        if opts["url"] is None and opts["ssh"] is None and not opts["grpc"]:
+            raise CommandError("say where the source is: --url URL, --ssh USER@HOST[:PORT] or --grpc HOST:PORT")
         if opts["ssh"] is not None:
             try:
                 user, host, port = parse_ssh_target(opts["ssh"])
@@ -60,7 +70,7 @@ class Command(BaseCommand):
         else:
             if opts["key"] or opts["remote_port"] is not None:
                 raise CommandError("--key and --remote-port go with --ssh, not --url")
-            data.update(transport="http", url=opts["url"])
+            data.update(transport="http", url=opts["url"] or "")
         existing = Source.objects.filter(name=opts["name"]).first()
         if existing is not None and not opts["replace"]:
             raise CommandError(f"a source named {opts['name']!r} exists; use --replace to edit it")
