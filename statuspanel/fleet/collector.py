@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from channels.layers import BaseChannelLayer
     from django.core.cache.backends.base import BaseCache
 
-    from gpu_engine.schema import Snapshot
+    from gpu_engine.schema import Snapshot, SourceSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class FleetCollector:
         self._ready = threading.Event()
         self.states: dict[str, SourceState] = {}        # by source name
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, httpx.AsyncClient | grpc_source.CuzkGrpcSource] = {}
         self._registered: dict[str, float] = {}
         self._inflight: dict[str, concurrent.futures.Future[None] | asyncio.Future[None]] = {}
         self.reloads = 0
@@ -221,7 +221,7 @@ class FleetCollector:
             await self._in_thread(wire.forget_engine, self.cache, name)
 
     # -- polling --------------------------------------------------------------------------------
-    async def _poll_forever(self, name: str, client: httpx.AsyncClient) -> None:
+    async def _poll_forever(self, name: str, client: httpx.AsyncClient | grpc_source.CuzkGrpcSource) -> None:
         state = self.states[name]
         while True:
             cfg = state.cfg
@@ -234,11 +234,14 @@ class FleetCollector:
                 delay = backoff_delay(cfg, state.failures)
             await asyncio.sleep(max(delay, 0.05))
 
-    async def _poll_once(self, state: SourceState, client: httpx.AsyncClient) -> None:
+    async def _poll_once(self, state: SourceState, client: httpx.AsyncClient | grpc_source.CuzkGrpcSource) -> None:
         cfg = state.cfg
         started = time.monotonic()
         try:
-            if cfg.grpc_target:  # a cuzk daemon's gRPC API (with its HTTP status, if polled too)
+            snap: SourceSnapshot
+            # a cuzk daemon's gRPC API (with its HTTP status, if polled too): _launch made its client
+            # for the source's gRPC target
+            if isinstance(client, grpc_source.CuzkGrpcSource):
                 snap = await grpc_source.poll(client, cfg, self.max_bytes, self.max_depth, self._in_thread,
                                               self.limits)
             else:

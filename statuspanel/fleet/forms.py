@@ -218,7 +218,7 @@ class SourceForm(_SourceModelForm):
                      if repointed and not data.get("clear_token") else "")
             self.add_error("token", f"a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN){again}")
 
-    def _target_changed(self, data: dict) -> bool:
+    def _target_changed(self, data: dict[str, Any]) -> bool:
         """Whether the edit points the source somewhere else than its stored row (URL, ssh host or
         port, transport): the stored token then stays behind."""
         old = self.instance
