@@ -1,4 +1,5 @@
 # Two entry points, both self-contained on a fresh machine: `make run`, `make test`.
+# Between two edits, `make check`: the quick tier (see below and the README).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -6,7 +7,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test typecheck venv testenv browser sshd nodetools clean gpucheck gpu-wheelhouse
+.PHONY: run test check types venv testenv browser sshd promtool nodetools clean gpucheck gpu-wheelhouse
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,12 @@ sshd:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
 	  else echo "sshd missing: apt-get install openssh-server (the SSH fleet test will skip)"; fi; }
 
+# Debian's Prometheus for promtool: the alert rules in docs/prometheus-alerts.yml are checked with it.
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else echo "promtool missing: apt-get install prometheus (the alert-rules test will skip)"; fi; }
+
 # The pinned circom and snarkjs for the circuit tests (package-lock.json), reinstalled when the
 # lock is newer than node_modules.
 NODESTAMP := node_modules/.package-lock.json
@@ -44,16 +51,14 @@ $(NODESTAMP): package-lock.json
 	  npm ci --no-audit --no-fund && touch $@
 nodetools: $(NODESTAMP)
 
+# `make run BIND=127.0.0.1:8080`: the panel's and API's address (HOST:PORT).
+BIND ?= 127.0.0.1:8000
+
 run: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py runprover --demo
+	$(PY) manage.py runprover --demo --bind $(BIND)
 
-# Static checks: mypy with django-stubs over vastmanager, statuspanel and gpu_engine (pyproject.toml's
-# [tool.mypy]: strict on the tracker, the engine, the wire and the panel; the rest at the defaults).
-typecheck: testenv
-	$(PY) -m mypy
-
-test: testenv browser sshd nodetools
+test: testenv browser sshd promtool nodetools
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -67,6 +72,19 @@ gpu-wheelhouse: testenv
 
 gpucheck:
 	$(PYTHON) -m gpu_engine.gpucheck check --wheelhouse wheelhouse $(GPUCHECK_ARGS)
+
+# The quick tier, under 5 minutes: lint, types, and the tests that need no browser, no network
+# namespaces, no chaos and no long server runs (markers in pyproject.toml). `make test` stays the
+# whole suite (CI runs it).
+QUICK := not browser and not netns and not chaos and not slow
+check: testenv
+	$(PY) -m ruff check .
+	@$(MAKE) --no-print-directory types
+	$(PY) -m pytest -q -m "$(QUICK)" $(PYTEST_ARGS)
+
+# Static types: the hook `check` calls; it runs mypy once pyproject.toml configures it.
+types: testenv
+	@if grep -q '^\[tool.mypy\]' pyproject.toml; then $(PY) -m mypy; else echo "types: mypy not configured yet"; fi
 
 clean:
 	rm -rf $(VENV) data test-artifacts node_modules .cache/circom-fixtures

@@ -111,7 +111,8 @@ def main() -> None:
     failed = [j.job_id for j in jobs if j.status != "done"]
     spans = [a for spans in engine.stats.busy.values() for a, _ in spans]
     first_busy = min(spans) if spans else start
-    q_end = queue_empty_at[0] if queue_empty_at else end
+    # A small mix is claimed whole before any worker starts: the window is then empty, not negative.
+    q_end = max(queue_empty_at[0] if queue_empty_at else end, first_busy)
     busy_q = engine.stats.busy_fraction(first_busy, q_end)
     busy_all = engine.stats.busy_fraction(start, end)
 

@@ -36,7 +36,7 @@ _spec = importlib.util.spec_from_file_location("bench_websocket", ROOT / "bench"
 wsb = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(wsb)
 
-from tests.process_support import free_port, stop_now, wait_http  # noqa: E402 - after the path is set
+from tests.process_support import free_port, stop_now, wait_http  # after the path is set
 
 TOKEN = "bench-fleet-operator-token"
 

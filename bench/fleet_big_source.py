@@ -30,9 +30,9 @@ _spec = importlib.util.spec_from_file_location("bench_websocket", ROOT / "bench"
 wsb = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(wsb)
 
-from tests.fleet.big_source import StaticServer, many_workers  # noqa: E402 - after the path is set
-from tests.fleet.cuzk_server import CuzkServer  # noqa: E402
-from tests.fleet.dashboard import Dashboard, manage  # noqa: E402
+from tests.fleet.big_source import StaticServer, many_workers
+from tests.fleet.cuzk_server import CuzkServer
+from tests.fleet.dashboard import Dashboard, manage
 
 TOKEN = "bench-big-source-token-0123"
 USER, PASSWORD = "bench", "bench-password-0123456"

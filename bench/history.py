@@ -11,6 +11,12 @@ for the render. Prints each query's median time and whether its plan uses the in
 activity region's render time (8 workers x 10 minutes) and a scrape with 1,000 live partitions.
 Aims: every query <= 100 ms at 10^6 rows on SQLite; a scrape <= 50 ms. tests/history use
 `--explain-only` to check the plans.
+
+    .venv/bin/python bench/history.py --busy [--busy-rows 100000] [--day-rows 1000000] [--database ...]
+
+measures what a busy engine's panel costs: BUSY_ROWS partition runs in the last hour (the panel's
+activity region, refetched while the panel is open, and the 60-minute history page) and DAY_ROWS in
+the last 24 hours (`?range=24h`): bytes and milliseconds of each response, built by its view.
 """
 from __future__ import annotations
 
@@ -33,10 +39,12 @@ INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetrymi
            "sqlite_autoindex_gpu_engine_telemetryminute")
 
 
-def seed(connection, rows: int, now: float) -> None:
-    """Bulk-insert `rows` partition runs (and their jobs) spread over DAYS, ending at `now`."""
+def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: float = DAYS * 86400.0,
+         first_job: int = 0, telemetry: bool = True) -> None:
+    """Bulk-insert `rows` partition runs (and their jobs, ids from `first_job + 1`) spread over
+    `span_secs` ending at `now`, for `engine`."""
     jobs = max(1, rows // 10)
-    step = DAYS * 86400.0 / rows
+    step = span_secs / rows
     pg = connection.vendor == "postgresql"
     if pg:
         ts, cte = "to_timestamp({})", ""
@@ -52,20 +60,23 @@ def seed(connection, rows: int, now: float) -> None:
     with connection.cursor() as c:
         c.execute(f"""INSERT INTO gpu_engine_proofjob (id, job_id, proof_kind, priority, status, total_partitions,
             submitted_at, claimed_at, started_at, finished_at, claimed_by, attempts, error, verified, timings)
-            SELECT i + 1, 'bench-job-' || i, {kind}, 0, 'done', 10, {ts.format(t_job + ' - 20')},
-                   {ts.format(t_job + ' - 20')}, {ts.format(t_job + ' - 20')}, {ts.format(t_job)}, '{ENGINE}', 1, '',
+            SELECT i + {first_job + 1}, '{engine}-job-' || i, {kind}, 0, 'done', 10, {ts.format(t_job + ' - 20')},
+                   {ts.format(t_job + ' - 20')}, {ts.format(t_job + ' - 20')}, {ts.format(t_job)}, '{engine}', 1, '',
                    {'true' if pg else 1}, '{{}}' FROM ({series_j}) s""")
         t_end = f"({now} - i * {step})"
         c.execute(f"""INSERT INTO gpu_engine_partitionrun (job_id, "index", state, synth_ms, gpu_ms, finalize_ms,
             worker_id, gpu_ordinal, engine_id, error, recorded_at, proof_kind, synth_started_at, synth_ended_at,
             gpu_started_at, gpu_ended_at, finalize_started_at, finalize_ended_at, ended_at)
-            SELECT i / 10 + 1, i % 10, CASE WHEN i % 97 = 0 THEN 'failed' ELSE 'done' END, 300, 500, 200,
-                   CAST(i % 8 AS TEXT), (i % 8) / 2, '{ENGINE}', '', {ts.format(t_end)},
+            SELECT i / 10 + {first_job + 1}, i % 10, CASE WHEN i % 97 = 0 THEN 'failed' ELSE 'done' END, 300, 500,
+                   200, CAST(i % 8 AS TEXT), (i % 8) / 2, '{engine}', '', {ts.format(t_end)},
                    CASE (i / 10) % 4 WHEN 0 THEN 'porep-c2' WHEN 1 THEN 'snap-update' WHEN 2 THEN 'window-post'
                         ELSE 'winning-post' END,
                    {ts.format(t_end + ' - 1.0')}, {ts.format(t_end + ' - 0.7')}, {ts.format(t_end + ' - 0.7')},
                    {ts.format(t_end + ' - 0.2')}, {ts.format(t_end + ' - 0.2')}, {ts.format(t_end)}, {ts.format(t_end)}
             FROM ({series_r}) s""")
+        if not telemetry:
+            c.execute("ANALYZE")
+            return
         minutes = 7 * 1440  # a full retention of telemetry rollups: two GPUs and the engine row
         series_m = (f"SELECT generate_series(0, {minutes - 1}) AS i" if pg else cte.format(minutes - 1))
         t_min = f"({now - now % 60} - i * 60)"
@@ -118,11 +129,11 @@ def _explain(connection, sql: str) -> str:
 
 def queries(now: float):
     from statuspanel.history import charts
-    from statuspanel.history.timeline import stored_bars
+    from statuspanel.history.timeline import build_timeline
 
-    return {
-        "timeline 10m": lambda: stored_bars(ENGINE, now - 600),
-        "timeline 60m": lambda: stored_bars(ENGINE, now - 3600),
+    return {  # the timelines read exact rows or database buckets, whichever their window needs
+        "timeline 10m": lambda: build_timeline(None, ENGINE, "10m", now),
+        "timeline 60m": lambda: build_timeline(None, ENGINE, "60m", now),
         "throughput 1h": lambda: charts.throughput(ENGINE, now),
         "latency 1h": lambda: charts.latency(ENGINE, 3600, now),
         "latency 24h": lambda: charts.latency(ENGINE, 86400, now),
@@ -197,6 +208,42 @@ def render_and_scrape(connection, now: float) -> dict:
                        "median_ms": round(statistics.median(scrapes), 2)}}
 
 
+def busy(busy_rows: int, day_rows: int) -> dict:
+    """Bytes and ms of the activity region and the history pages of engines this busy."""
+    from types import SimpleNamespace
+
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import RequestFactory
+
+    from statuspanel.history.views import activity_partial, history_page
+
+    now = time.time()
+    seed(connection, busy_rows, now, engine="bench-busy", span_secs=3600.0, telemetry=False)
+    seed(connection, day_rows, now, engine="bench-day", span_secs=86400.0, first_job=busy_rows, telemetry=False)
+    factory = RequestFactory()
+    user = SimpleNamespace(is_authenticated=True, is_active=True, is_staff=True, is_superuser=True,
+                           get_username=lambda: "bench", has_perm=lambda *a: True)
+    cases = {"activity region 10m": (activity_partial, "/panel/activity/bench-busy", "bench-busy", {}),
+             "activity region 60m": (activity_partial, "/panel/activity/bench-busy", "bench-busy", {"window": "60m"}),
+             "history page 1h": (history_page, "/history/bench-busy", "bench-busy", {}),
+             "history page 24h": (history_page, "/history/bench-day", "bench-day", {"range": "24h"})}
+    out: dict = {"database": connection.vendor, "busy_rows": busy_rows, "day_rows": day_rows, "pages": {}}
+    for name, (view, path, engine, query) in cases.items():
+        times, size = [], 0
+        for _ in range(3):
+            cache.clear()  # each time a build, not the region's one-second cache
+            request = factory.get(path, query)
+            request.user = user
+            t = time.perf_counter()
+            response = view(request, engine)
+            times.append((time.perf_counter() - t) * 1000)
+            assert response.status_code == 200, (name, response.status_code)
+            size = len(response.content)
+        out["pages"][name] = {"bytes": size, "median_ms": round(statistics.median(times), 1)}
+    return out
+
+
 def child(args: argparse.Namespace) -> None:
     """One size, in a process of its own whose DATABASE_URL is the fresh database."""
     import django
@@ -205,15 +252,20 @@ def child(args: argparse.Namespace) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if args.busy:
+        print(json.dumps(busy(args.busy_rows, args.day_rows)))
+        return
     print(json.dumps(measure(args.rows[0], args.explain_only)))
 
 
-def run_one(rows: int, database: str, explain_only: bool) -> dict:
+def run_one(rows: int, database: str, explain_only: bool, busy_sizes: tuple[int, int] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=tmp, DJANGO_SETTINGS_MODULE="vastmanager.settings",
                    LOG_LEVEL="WARNING")
         env.pop("REDIS_URL", None)
         argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
+        if busy_sizes is not None:
+            argv += ["--busy", "--busy-rows", str(busy_sizes[0]), "--day-rows", str(busy_sizes[1])]
         if database == "postgres":
             from tests.services import private_database
 
@@ -234,10 +286,22 @@ def main() -> None:
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--explain-only", action="store_true", help="check the plans; skip the timings")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--busy", action="store_true", help="measure a busy engine's activity region and pages")
+    parser.add_argument("--busy-rows", type=int, default=100_000, help="runs in the last hour (--busy)")
+    parser.add_argument("--day-rows", type=int, default=1_000_000, help="runs in the last 24 hours (--busy)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
+    if args.busy:
+        r = run_one(0, args.database, False, (args.busy_rows, args.day_rows))
+        if args.json:
+            print(json.dumps(r))
+            return
+        print(f"{r['database']}: {r['busy_rows']:,} runs in the last hour, {r['day_rows']:,} in the last 24 h")
+        for name, page in r["pages"].items():
+            print(f"  {name:<20} {page['bytes']:>12,} bytes  {page['median_ms']:>9.1f} ms")
+        return
     results = [run_one(n, args.database, args.explain_only) for n in args.rows]
     if args.json:
         print(json.dumps(results))

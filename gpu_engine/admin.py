@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from gpu_engine import formatting, queue, validation
 from gpu_engine.circom import registry
@@ -84,23 +84,53 @@ class KindFilter(admin.SimpleListFilter):
         return queryset.filter(proof_kind=self.value()) if self.value() else queryset
 
 
+def _ms_text(ms: float | None) -> str:
+    """A phase time as the panel shows it (12.3 s), with the milliseconds kept in the tooltip."""
+    if ms is None:
+        return formatting.NONE_TEXT
+    return format_html('<span title="{} ms">{}</span>', f"{ms:.3f}", formatting.ms_duration(ms))
+
+
 class PartitionRunInline(admin.TabularInline):
+    """Each attempt at a partition: its phase times formatted as on the panel, one short line each."""
+
     model = PartitionRun
     extra = 0
     can_delete = False
-    fields = ("index", "attempt", "state", "synth_ms", "gpu_ms", "finalize_ms", "worker_id", "gpu_ordinal", "engine_id",
-              "error", "recorded_at")
+    fields = ("index", "attempt", "state", "synthesis", "gpu", "finalize", "worker", "engine_id", "error",
+              "recorded_at")
     readonly_fields = fields
     ordering = ("index", "attempt", "recorded_at")
+    classes = ("partition-runs",)
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+    @admin.display(description="synthesis")
+    def synthesis(self, run: PartitionRun) -> str:
+        return _ms_text(run.synth_ms)
+
+    @admin.display(description="gpu")
+    def gpu(self, run: PartitionRun) -> str:
+        return _ms_text(run.gpu_ms)
+
+    @admin.display(description="finalize")
+    def finalize(self, run: PartitionRun) -> str:
+        return _ms_text(run.finalize_ms)
+
+    @admin.display(description="worker")
+    def worker(self, run: PartitionRun) -> str:
+        if run.worker_id in (None, ""):
+            return formatting.NONE_TEXT
+        gpu = f" · GPU {run.gpu_ordinal}" if run.gpu_ordinal is not None else ""
+        worker = int(run.worker_id) if str(run.worker_id).isdigit() else run.worker_id  # stored as text
+        return f"{formatting.worker_label(worker)}{gpu}"
 
 
 @admin.register(ProofJob)
 class ProofJobAdmin(admin.ModelAdmin):
     form = ProofJobForm
-    list_display = ("job_id_full", "kind_label", "status", "engine", "duration", "attempts", "submitted_at",
+    list_display = ("job_id_full", "kind_label", "status", "engine", "queue_wait", "duration", "attempts",
                     "finished_at", "verified")
     list_filter = (KindFilter, "status", "claimed_by", "submitted_at", "finished_at")
     search_fields = ("job_id",)
@@ -110,14 +140,17 @@ class ProofJobAdmin(admin.ModelAdmin):
     actions = ["requeue_failed", "cancel_queued", "download_bundles"]
     list_per_page = 50
     exclude = ("bundle",)
-    readonly_fields = ("job_id", "proof_kind", "status", "total_partitions", "submitted_at", "claimed_at",
-                       "started_at", "finished_at", "claimed_by", "lease_expires_at", "attempts", "error",
-                       "verified", "vk_fingerprint", "timings", "bundle_link")
+    readonly_fields = ("job_id", "kind_label", "status", "total_partitions", "submitted_at", "claimed_at",
+                       "finished_at", "queue_wait", "compute", "claimed_by", "lease_expires_at", "attempts",
+                       "error", "verified", "vk_fingerprint", "timings_table", "bundle_link")
+
+    class Media:
+        css = {"all": ("statuspanel/admin.css",)}
 
     def get_readonly_fields(self, request: HttpRequest, obj: ProofJob | None = None) -> tuple[str, ...]:
         """A new job names its id and kind; after that only the priority may change."""
         if obj is None:
-            return tuple(f for f in self.readonly_fields if f not in ("job_id", "proof_kind"))
+            return tuple(f for f in self.readonly_fields if f not in ("job_id", "kind_label"))
         return self.readonly_fields
 
     def get_form(self, request: HttpRequest, obj: ProofJob | None = None, change: bool = False, **kwargs):
@@ -152,9 +185,34 @@ class ProofJobAdmin(admin.ModelAdmin):
     def engine(self, obj: ProofJob) -> str:
         return obj.claimed_by or "—"
 
-    @admin.display(description="duration")
+    @admin.display(description="compute")
     def duration(self, obj: ProofJob) -> str:
         return formatting.duration(obj.duration_secs())
+
+    @admin.display(description="queue wait")
+    def queue_wait(self, obj: ProofJob) -> str:
+        """Submitted to claimed: time spent waiting for an engine."""
+        return formatting.duration(obj.queue_wait_secs())
+
+    @admin.display(description="compute")
+    def compute(self, obj: ProofJob) -> str:
+        """Claimed to finished: time the engine spent on it."""
+        return formatting.duration(obj.duration_secs())
+
+    @admin.display(description="timings")
+    def timings_table(self, obj: ProofJob) -> str:
+        """The per-phase totals and means the engine stored, as a small table of durations."""
+        timings = obj.timings if isinstance(obj.timings, dict) else {}
+        phases = sorted({k.split("_", 1)[1] for k in timings if k.startswith(("total_", "mean_"))})
+        if not phases:
+            return formatting.NONE_TEXT
+        rows = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", (
+            (phase.removesuffix("_ms").replace("_", " "), formatting.ms_duration(timings.get(f"total_{phase}")),
+             formatting.ms_duration(timings.get(f"mean_{phase}"))) for phase in phases))
+        return format_html('<table class="timings"><thead><tr><th>phase</th><th>total</th>'
+                           '<th>mean per partition</th></tr></thead><tbody>{}</tbody></table>'
+                           '<p class="help">wall time {} over {} partition(s)</p>', rows,
+                           formatting.ms_duration(timings.get("wall_ms")), timings.get("partitions", "—"))
 
     @admin.display(description="proof bundle")
     def bundle_link(self, obj: ProofJob) -> str:

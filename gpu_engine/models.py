@@ -71,8 +71,15 @@ class ProofJob(models.Model):
         return self.status in FINAL_STATUSES
 
     def duration_secs(self) -> float | None:
+        """Compute time: claimed (started) to finished."""
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    def queue_wait_secs(self) -> float | None:
+        """Time in the queue: submitted to claimed (its last claim, when a lost lease requeued it)."""
+        if self.submitted_at and self.claimed_at:
+            return max(0.0, (self.claimed_at - self.submitted_at).total_seconds())
         return None
 
     def to_dict(self, *, include_bundle: bool = False) -> dict:

@@ -6,24 +6,21 @@ snapshots a second (the latest state wins, since the snapshot is taken after the
 (the wire contract: wire.py). It also republishes every heartbeat
 without changes, so liveness and the durations of open phases stay fresh.
 
-Delivery: with a loop attached (embedded mode, in-memory layer) the send runs on the server's loop
-through `run_coroutine_threadsafe`; a plain thread cannot wake the in-memory layer's receivers
-from a loop of its own. Without one (scale-out, Redis layer) the thread keeps one private loop for
-its whole life, because the Redis layer binds its connections to the loop that made them.
+Delivery (gpu_engine/delivery.py) under `PUBLISHER_POLICY`: a busy send is waited for (at most
+delivery.SEND_TIMEOUT_SECS: this is a thread of its own, and every snapshot goes out in order), and a send
+cancelled because it timed out counts as an error.
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from gpu_engine.wire import (STATUS_GROUP, default_cache, register_engine, snapshot_key, snapshot_message,
-                             store_snapshot, validate_engine_id)
+from gpu_engine.delivery import Busy, Delivery, SendPolicy
+from gpu_engine.wire import snapshot_key, snapshot_message, validate_engine_id
 
 if TYPE_CHECKING:
     from channels.layers import BaseChannelLayer
@@ -32,10 +29,8 @@ if TYPE_CHECKING:
     from gpu_engine.schema import Snapshot
     from gpu_engine.tracker import StatusTracker
 
-log = logging.getLogger(__name__)
-
-# How long a send may take before the publisher gives up on it (a stalled loop must not wedge it).
-SEND_TIMEOUT_SECS = 5.0
+# A thread of its own may block on a busy send; a cancel there is its own timeout, so an error.
+PUBLISHER_POLICY = SendPolicy(busy=Busy.WAIT, cancelled_is_error=True)
 # Upper bound of one sleep, so stop() is honoured promptly.
 _POLL_SECS = 0.25
 
@@ -62,11 +57,7 @@ class SnapshotPublisher:
         self.engine_id = validate_engine_id(engine_id)
         self.min_interval = 1.0 / max_rate
         self.heartbeat_secs = float(heartbeat)
-        self._layer = channel_layer
-        self._cache = cache
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._inflight: concurrent.futures.Future[None] | None = None
+        self.delivery = Delivery(PUBLISHER_POLICY, channel_layer=channel_layer, cache=cache, what="snapshot")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Seeded from the wall clock in ms: a restarted engine starts above its previous run's seqs
@@ -75,26 +66,24 @@ class SnapshotPublisher:
         # A restart within milliseconds is covered by also starting above the cached snapshot's seq.
         self._seq = int(time.time() * 1000)
         self._seeded = False
-        self._registered_at = 0.0
         self.published = 0
-        self.send_errors = 0
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """Deliver through `loop` (the server's), as the in-memory layer requires."""
-        self._loop = loop
+        self.delivery.attach_loop(loop)
 
     @property
-    def channel_layer(self) -> BaseChannelLayer | None:
-        if self._layer is None:
-            from channels.layers import get_channel_layer
-
-            self._layer = get_channel_layer()
-        return self._layer
+    def channel_layer(self):
+        return self.delivery.channel_layer
 
     @property
-    def cache(self) -> BaseCache:
-        return self._cache if self._cache is not None else default_cache()
+    def cache(self):
+        return self.delivery.cache
+
+    @property
+    def send_errors(self) -> int:
+        return self.delivery.errors
 
     @property
     def seq(self) -> int:
@@ -110,6 +99,7 @@ class SnapshotPublisher:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self.delivery.stopping()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
@@ -118,7 +108,7 @@ class SnapshotPublisher:
         try:
             seen = self.tracker.seq
             last = time.monotonic()
-            self._publish_safely()
+            self.publish_safely()
             while not self._stop.is_set():
                 deadline = last + self.heartbeat_secs
                 while not self._stop.is_set():
@@ -136,19 +126,16 @@ class SnapshotPublisher:
                     break
                 seen = self.tracker.seq  # read before the snapshot: a later change triggers the next one
                 last = time.monotonic()  # the period runs from start to start, so a slow send costs no rate
-                self._publish_safely()
+                self.publish_safely()
         finally:
-            self._await_inflight()
-            if self._own_loop is not None:
-                self._own_loop.close()
-                self._own_loop = None
+            self.delivery.close()
 
-    def _publish_safely(self) -> None:
+    def publish_safely(self) -> None:
+        """`publish_now` for the thread: a failure is counted and logged, never raised."""
         try:
             self.publish_now()
-        except Exception:  # the panel going dark must never stop the publisher
-            self.send_errors += 1
-            log.exception("publishing snapshot of engine %s failed", self.engine_id)
+        except Exception:  # noqa: BLE001 - the panel going dark must never stop the publisher; logged by failed()
+            self.delivery.failed(self.engine_id)
 
     # -- one publish ----------------------------------------------------------------------------
     def publish_now(self) -> Snapshot:
@@ -166,53 +153,7 @@ class SnapshotPublisher:
         snap["seq"] = self._seq
         snap["published_at"] = now
         snap["heartbeat_secs"] = self.heartbeat_secs
-        store_snapshot(cache, snap, self.heartbeat_secs)
-        if now - self._registered_at >= self.heartbeat_secs:
-            register_engine(cache, self.engine_id, now)
-            self._registered_at = now
-        self._send(snapshot_message(self.engine_id, self._seq, snap))
+        self.delivery.store(snap)
+        self.delivery.send(snapshot_message(self.engine_id, self._seq, snap))
         self.published += 1
         return snap
-
-    def _send(self, message: dict[str, Any]) -> None:
-        layer = self.channel_layer
-        if layer is None:
-            return
-        loop = self._loop
-        if loop is not None:
-            if loop.is_closed():
-                raise RuntimeError("the attached event loop is closed")
-            # At most one send in flight: the thread does not wait for each delivery (that would tie
-            # the publish rate to the server loop's load), but never piles sends onto a busy loop.
-            self._await_inflight()
-            future = asyncio.run_coroutine_threadsafe(layer.group_send(STATUS_GROUP, message), loop)
-            future.add_done_callback(self._send_done)
-            self._inflight = future
-            return
-        if self._own_loop is None:
-            self._own_loop = asyncio.new_event_loop()
-        self._own_loop.run_until_complete(
-            asyncio.wait_for(layer.group_send(STATUS_GROUP, message), SEND_TIMEOUT_SECS)
-        )
-
-    def _await_inflight(self) -> None:
-        future, self._inflight = self._inflight, None
-        if future is None or future.done():
-            return
-        loop = self._loop
-        if loop is not None and (loop.is_closed() or not loop.is_running()):
-            future.cancel()  # the server is shutting down: nothing will run it
-            return
-        try:
-            future.result(SEND_TIMEOUT_SECS)
-        except Exception:  # counted and logged by _send_done
-            future.cancel()
-
-    def _send_done(self, future: concurrent.futures.Future[None]) -> None:
-        if future.cancelled():
-            if not self._stop.is_set():  # a send dropped while shutting down is expected
-                self.send_errors += 1
-                log.warning("snapshot send of engine %s timed out on the server loop", self.engine_id)
-        elif future.exception() is not None:
-            self.send_errors += 1
-            log.error("snapshot send of engine %s failed: %r", self.engine_id, future.exception())

@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from gpu_engine.kinds import get_kind
 from gpu_engine.models import FINAL_STATUSES, JobStatus, ProofJob
-from gpu_engine.tallies import record_outcomes
-from gpu_engine.validation import (JOB_ID_RE, PRIORITY_MAX, PRIORITY_MIN, JobError, row_problem,  # noqa: F401
+from gpu_engine.tallies import record_outcomes, record_queue_wait
+from gpu_engine.validation import (JOB_ID_RE, PRIORITY_MAX, PRIORITY_MIN, JobError, row_problem,  # noqa: F401 - re-exported
                                    validate_job_id, validate_kind, validate_priority)
 
 CLAIM_ORDER = ("-priority", "submitted_at", "id")
@@ -60,8 +60,12 @@ def claim_next(engine_id: str, lease_secs: float | None = None) -> ProofJob | No
     """Atomically take the best queued job (priority, then age) for `engine_id`, or None."""
     lease = float(lease_secs if lease_secs is not None else settings.JOB_LEASE_SECS)
     if connection.features.has_select_for_update_skip_locked:
-        return _claim_skip_locked(engine_id, lease)
-    return _claim_conditional(engine_id, lease)
+        job = _claim_skip_locked(engine_id, lease)
+    else:
+        job = _claim_conditional(engine_id, lease)
+    if job is not None:
+        record_queue_wait(engine_id, job.proof_kind, job.submitted_at, job.claimed_at)
+    return job
 
 
 def _claim_fields(engine_id: str, lease: float) -> dict[str, Any]:

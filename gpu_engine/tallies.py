@@ -24,6 +24,9 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 # The histogram's phases: the three of a partition, and a whole job (claim to stored bundle).
 PHASE_SYNTHESIS, PHASE_GPU, PHASE_FINALIZE, PHASE_JOB = "synthesis", "gpu", "finalize", "job"
 DURATION_PHASES = (PHASE_SYNTHESIS, PHASE_GPU, PHASE_FINALIZE, PHASE_JOB)
+# A job's wait in the queue (submitted to claimed), one observation per claim: its own histogram
+# (`vastmanager_queue_wait_seconds`), kept in the same table under this phase name.
+PHASE_QUEUE = "queue"
 
 
 def bucket_index(secs: float) -> int:
@@ -84,3 +87,9 @@ def cumulative(buckets: list[int]) -> list[tuple[str, int]]:
         total += int(n)
         out.append((le, total))
     return out
+
+
+def record_queue_wait(engine_id: str, proof_kind: str, submitted_at, claimed_at) -> None:
+    """Count one claim's wait in the queue (two aware datetimes) in the queue-wait histogram."""
+    if submitted_at is not None and claimed_at is not None:
+        record_durations([(engine_id, proof_kind, PHASE_QUEUE, max(0.0, (claimed_at - submitted_at).total_seconds()))])

@@ -189,7 +189,7 @@ def status_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., Htt
 
 def service_user() -> User:
     """The account a token login becomes: the operator holding the token runs this engine."""
-    User = get_user_model()
+    User = get_user_model()  # noqa: N806 - Django's idiom for the user model class
     user, created = User.objects.get_or_create(
         username=SERVICE_USERNAME, defaults={"is_staff": True, "is_superuser": True}
     )

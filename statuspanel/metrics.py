@@ -13,6 +13,8 @@ read-only status token where one is configured, a logged-in session, or none wit
 """
 from __future__ import annotations
 
+from django.db import DatabaseError
+
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,6 +33,7 @@ from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.schema import Snapshot
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE
+from statuspanel.alerts.metrics import alert_metrics
 from statuspanel.auth import _unauthorized, bearer_token, can_read_status
 from statuspanel.live import current_snapshots
 from statuspanel.render.engine import engine_id_of
@@ -52,7 +55,7 @@ def fold(value: Any, known: frozenset[str] | set[str]) -> str:
 def _known_kinds() -> frozenset[str]:
     try:
         return frozenset(valid_kinds(circuits=True))
-    except Exception:  # the circuit table unreadable: the built-in kinds still name themselves
+    except DatabaseError:  # the circuit table unreadable: the built-in kinds still name themselves
         return frozenset(valid_kinds())
 
 
@@ -76,8 +79,9 @@ class SnapshotCollector:
         yield from self._live(snaps)
         yield from self._outcomes()
         yield from self._durations()
+        yield from alert_metrics()
 
-    def _live(self, snaps: list[Snapshot]) -> Iterator[Metric]:
+    def _live(self, snaps: list[Snapshot]) -> Iterator[Metric]:  # noqa: C901 - one pass over each snapshot fills every live family
         now = self.clock()
         up = GaugeMetricFamily(P + "engine_up", "1 for every engine whose snapshot is live", labels=["engine"])
         hb = GaugeMetricFamily(P + "publisher_heartbeat_age_seconds",
@@ -184,10 +188,17 @@ class SnapshotCollector:
         fam = HistogramMetricFamily(P + "phase_duration_seconds",
                                     "Durations of proven partitions' phases (synthesis, gpu, finalize) and of done "
                                     "jobs (phase=job), from the database", labels=["engine", "kind", "phase"])
+        wait = HistogramMetricFamily(P + "queue_wait_seconds",
+                                     "Time jobs waited in the queue, submitted to claimed (one observation per "
+                                     "claim), from the database", labels=["engine", "kind"])
         for row in DurationTally.objects.order_by("engine_id", "proof_kind", "phase"):
+            if row.phase == tallies.PHASE_QUEUE:
+                wait.add_metric([row.engine_id, row.proof_kind], tallies.cumulative(row.buckets or []), row.sum_secs)
+                continue
             fam.add_metric([row.engine_id, row.proof_kind, row.phase], tallies.cumulative(row.buckets or []),
                            row.sum_secs)
         yield fam
+        yield wait
 
 
 def scrape() -> bytes:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.urls import path, register_converter
+from django.templatetags.static import static
+from django.urls import include, path, register_converter
+from django.views.generic.base import RedirectView
 
 from gpu_engine.queue import JOB_ID_RE
 from statuspanel import auth, metrics, views
@@ -32,6 +34,8 @@ urlpatterns = [
     path("history/<path:engine_id>", history.history_page, name="engine-history"),
     path("metrics", metrics.metrics_view, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links; answer with the panel's icon.
+    path("favicon.ico", RedirectView.as_view(url=static("statuspanel/favicon.svg"), permanent=True), name="favicon"),
     path("api/status", health.api_status, name="api-status"),
     path("api/fleet", fleet_api.api_fleet, name="api-fleet"),
     path("login", auth.token_login, name="token-login"),
@@ -41,4 +45,5 @@ urlpatterns = [
     path("api/jobs/<jobid:job_id>/cancel", api.job_cancel, name="api-job-cancel"),
     path("api/circuits", api.circuits, name="api-circuits"),
     path("api/circuits/<str:name>/vkey", api.circuit_vkey, name="api-circuit-vkey"),
+    path("", include("statuspanel.alerts.urls")),
 ]

@@ -86,7 +86,7 @@ class ServedSite:
         log.close()
         try:
             wait_http(f"{self.base}/healthz", self.proc, timeout=timeout)
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever kept it down, it is stopped and its log shown
             self.stop()
             raise AssertionError(f"server did not come up:\n{self.log()[-3000:]}") from None
         return self.proc

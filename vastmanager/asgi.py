@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402 - the settings module must be chosen first
+from django.core.asgi import get_asgi_application  # the settings module must be chosen first
 
 if TYPE_CHECKING:
     from channels.routing import ProtocolTypeRouter

@@ -34,14 +34,14 @@ class SendWindow:
             self.is_open = False
             self.closed_at = self.clock()
 
-    def resumeProducing(self) -> None:  # noqa: N802
+    def resumeProducing(self) -> None:  # noqa: N802 - Twisted's interface names
         if not self.is_open:
             self.is_open = True
             self.closed_at = None
             for callback in list(self._on_open):
                 callback()
 
-    def stopProducing(self) -> None:  # noqa: N802
+    def stopProducing(self) -> None:  # noqa: N802 - Twisted's interface names
         self._on_open.clear()
 
     def on_open(self, callback: Callable[[], None]) -> None:

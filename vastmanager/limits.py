@@ -1,6 +1,11 @@
 """How large a request body each path may carry, and the one answer to a body over it.
 
 `path_limits()` maps exact paths to their own limit; every other path gets `MAX_REQUEST_BYTES`.
+A path's own (larger) limit is granted by who asks: only a request whose headers carry the operator's
+token (`Authorization: Bearer`) gets it; everyone else is held to `MAX_REQUEST_BYTES` there too, so an
+unauthenticated client cannot make the server buffer a circuit-sized body only to be answered 401
+(the server decides when the headers end, before one body byte is read; a session cannot be checked
+there without the database, so a browser session submits at most `MAX_REQUEST_BYTES`).
 Two places apply the same limits:
 - the server (`vastmanager.server`) refuses from `Content-Length` before reading the body, and cuts
   a chunked body off at the limit, so nothing over the limit is ever buffered;
@@ -11,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
@@ -42,9 +47,30 @@ def default_limit() -> int:
 
 
 def limit_for(path: str) -> int:
-    """The body limit of `path` (a path, or a raw request target with a query or absolute form)."""
+    """The body limit of `path` (a path, or a raw request target with a query or absolute form): the
+    most any request there may carry (`request_limit` says what this request may)."""
     plain = unquote(urlsplit(path).path or "/")
     return path_limits().get(plain, default_limit())
+
+
+def carries_operator_token(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether these request headers hold `Authorization: Bearer <the operator's token>`."""
+    from statuspanel.auth import token_is_valid  # the one token rule; Django apps load after settings
+
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            return scheme.lower() == "bearer" and token_is_valid(token.strip())
+    return False
+
+
+def request_limit(path: str, headers: Iterable[tuple[bytes, bytes]]) -> int:
+    """The body limit of this request: its path's own limit only with the operator's token, else the
+    default (a refusal then comes before the body is read, not a 401 after it)."""
+    limit = limit_for(path)
+    if limit <= default_limit():
+        return limit
+    return limit if carries_operator_token(headers) else default_limit()
 
 
 def refusal_message(limit: int, declared: int | None = None) -> str:
@@ -83,12 +109,13 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = limit_for(scope.get("path", "/"))
+        limit = request_limit(scope.get("path", "/"), scope.get("headers", []))
         declared = declared_length(scope.get("headers", []))
         if declared is not None and declared > limit:
             await _refuse(send, limit, declared)
             return
-        # Read the (bounded) body here, so the application never sees a body over the limit.
+        # Read the (bounded) body here, so the application never sees a body over the limit; the
+        # chunks are handed on as they came (never joined into a second copy).
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -103,13 +130,12 @@ class BodyLimitMiddleware:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        replayed = False
+        chunks.reverse()  # popped from the end, in order
 
         async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            if chunks:
+                body = chunks.pop()
+                return {"type": "http.request", "body": body, "more_body": bool(chunks)}
             return await receive()
 
         await self.app(scope, replay, send)

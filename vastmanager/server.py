@@ -1,6 +1,7 @@
 """The Daphne server vastmanager runs (`runprover`, `manage.py servepanel`), with three guards added.
 
-- Request bodies: the limit of the path (`vastmanager.limits`) is applied when the headers end, from
+- Request bodies: the limit of the request (`vastmanager.limits.request_limit`: a path's larger limit
+  only with the operator's token, so unauthenticated clients get the default) is applied when the headers end, from
   `Content-Length`, before one byte of the body is read or buffered (Twisted would otherwise spool
   the whole body to a temporary file before the application sees the request); a chunked body is
   cut off when it crosses the limit. The answer is a 413 JSON body, then the connection closes.
@@ -9,6 +10,9 @@
   `WS_SLOW_CLIENT_SECS`, or that is written to past `WS_MAX_BUFFERED_BYTES` while closed, is dropped
   with close code 4008, as is one whose own messages pile up unread (MAX_QUEUED_BYTES). The
   `scope["scheme"]` of a WebSocket says ws or wss (the origin check uses it).
+- Frames: the WebSocket message limit is `WS_MAX_FRAME_BYTES`, set deliberately (autobahn's one
+  limit, both ways); the panel builds every frame to fit it, and a message over it that reaches the
+  protocol anyway is not sent (logged) instead of closing the connection 1011 from inside autobahn.
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
 
@@ -56,13 +60,14 @@ class LimitedRequest(WebRequest):
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 - Twisted's name
         target = getattr(self.channel, "_path", b"/")  # the request line's target, parsed by the channel
-        self.limit = limits.limit_for(target.decode("latin-1"))
+        # The headers are all in: a path's larger limit only for the operator's token.
+        self.limit = limits.request_limit(target.decode("latin-1"), _flat_headers(self.requestHeaders))
         if length is not None and length > self.limit:
             self._refuse(length)
             return
         super().gotLength(length)
 
-    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
         self.received += len(data)
         if self.refused:
             if self.received > LINGER_BYTES:
@@ -73,11 +78,11 @@ class LimitedRequest(WebRequest):
             return
         super().handleContentChunk(data)
 
-    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802 - Twisted's name
         if not self.refused:
             super().requestReceived(command, path, version)
 
-    def connectionLost(self, reason: Any) -> None:  # noqa: N802
+    def connectionLost(self, reason: Any) -> None:  # noqa: N802 - Twisted's name
         if self._linger_call is not None and self._linger_call.active():
             self._linger_call.cancel()
         super().connectionLost(reason)
@@ -111,6 +116,10 @@ class LimitedRequest(WebRequest):
             channel.transport.abortConnection()
 
 
+def _flat_headers(headers: Any) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, values in headers.getAllRawHeaders() for value in values]
+
+
 class _Discard:
     """What a refused request's content is: nothing is kept."""
 
@@ -130,7 +139,7 @@ class _Discard:
 
 
 class LimitedHTTPFactory(HTTPFactory):
-    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 - Twisted's name
         protocol = super().buildProtocol(addr)
         protocol.requestFactory = LimitedRequest
         return protocol
@@ -143,7 +152,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
     bytes_while_closed = 0
     dropping = False
 
-    def connectionMade(self) -> None:  # noqa: N802
+    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
         super().connectionMade()
         self.send_window = SendWindow()
         self.send_window.on_open(self._caught_up)
@@ -156,7 +165,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
     def _caught_up(self) -> None:
         self.bytes_while_closed = 0
 
-    def sendData(self, data: bytes, sync: bool = False, chopsize: int | None = None) -> None:  # noqa: N802
+    def sendData(self, data: bytes, sync: bool = False, chopsize: int | None = None) -> None:  # noqa: N802 - Twisted's name
         if not self.send_window.is_open and not self.dropping:
             self.bytes_while_closed += len(data)
             if self.bytes_while_closed > settings.WS_MAX_BUFFERED_BYTES:
@@ -164,7 +173,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
                 return
         super().sendData(data, sync, chopsize)
 
-    def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802
+    def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802, N803 - Autobahn's names
         queue = getattr(self, "application_queue", None)
         if isinstance(queue, MeteredQueue) and queue.queued_bytes + len(payload) > MAX_QUEUED_BYTES:
             if not self.dropping:
@@ -176,6 +185,18 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         super().check_timeouts()
         if not self.dropping and self.send_window.closed_for() > settings.WS_SLOW_CLIENT_SECS:
             self.drop_slow(f"not reading for over {settings.WS_SLOW_CLIENT_SECS:g}s")
+
+    def _over_limit(self, message: dict[str, Any]) -> bool:
+        """A message autobahn would refuse to send (and close the connection over): skipped, logged."""
+        limit = self.maxMessagePayloadSize
+        payload = message.get("text")
+        size = (len(payload) if payload.isascii() else len(payload.encode())) if isinstance(payload, str) \
+            else len(message.get("bytes") or b"")
+        if 0 < limit < size:
+            log.error("not sending a %d-byte WebSocket message to %s: over the %d-byte frame limit",
+                      size, self.client_addr, limit)
+            return True
+        return False
 
     def drop_slow(self, why: str) -> None:
         """Close with 4008 (a client that reads gets the reason) and cut the connection soon after."""
@@ -193,6 +214,8 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         kind = message.get("type")
         if kind == "websocket.send" and self.state in (self.STATE_CLOSING, self.STATE_CLOSED):
             return  # the client left while a broadcast was on its way: nothing to tell anyone
+        if kind == "websocket.send" and self._over_limit(message):
+            return
         if kind == "websocket.close" and self.state == self.STATE_OPEN:
             self.sendClose(code=message.get("code") or 1000, reason=message.get("reason") or None)
             return
@@ -267,4 +290,6 @@ def build_server(application: Any, host: str, port: int, *, ready_callable: Call
         signal_handlers=signal_handlers,
         ready_callable=ready_callable,
         verbosity=verbosity,
+        websocket_max_message_size=int(settings.WS_MAX_FRAME_BYTES),
+        websocket_max_frame_size=int(settings.WS_MAX_FRAME_BYTES),
     )

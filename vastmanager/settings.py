@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "channels",
     "gpu_engine",
     "statuspanel",
+    "statuspanel.alerts",
 ]
 
 MIDDLEWARE = [
@@ -118,6 +119,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Times to the second in ISO order wherever Django formats them (vastmanager/formats).
+FORMAT_MODULE_PATH = ["vastmanager.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -142,6 +145,39 @@ FLEET_MAX_PIPELINES = env_int("FLEET_MAX_PIPELINES", 256)
 FLEET_MAX_PARTITIONS = env_int("FLEET_MAX_PARTITIONS", 4096)
 # Poll link-local (169.254.0.0/16, fe80::/10) and cloud-metadata targets (refused unless set).
 FLEET_ALLOW_LINK_LOCAL = env_bool("FLEET_ALLOW_LINK_LOCAL", False)
+# --- alerts (docs/ALERTS.md) --------------------------------------------------
+# Run the alert evaluator in the serving processes (one of them evaluates: a database lease).
+ALERTS_ENABLED = env_bool("ALERTS_ENABLED", True)
+# Seconds between evaluations; seconds a lost evaluator's lease lasts before another process takes over.
+ALERTS_EVAL_SECS = env_float("ALERTS_EVAL_SECS", 1.0)
+ALERTS_LEASE_SECS = env_float("ALERTS_LEASE_SECS", 5.0)
+# Grouping: wait this long to gather what fires together; fold what fires within the interval after a message.
+ALERTS_GROUP_WAIT_SECS = env_float("ALERTS_GROUP_WAIT_SECS", 2.0)
+ALERTS_GROUP_INTERVAL_SECS = env_float("ALERTS_GROUP_INTERVAL_SECS", 30.0)
+# Delivery: attempts per message, the first retry's delay (doubling), one attempt's time limit.
+ALERTS_DELIVERY_ATTEMPTS = env_int("ALERTS_DELIVERY_ATTEMPTS", 5)
+ALERTS_RETRY_BASE_SECS = env_float("ALERTS_RETRY_BASE_SECS", 2.0)
+ALERTS_DELIVERY_TIMEOUT_SECS = env_float("ALERTS_DELIVERY_TIMEOUT_SECS", 10.0)
+# Days resolved alerts and deliveries are kept (pruned hourly by the evaluator; 0 keeps them).
+ALERTS_RETENTION_DAYS = env_float("ALERTS_RETENTION_DAYS", 30.0)
+# partition-stuck: the least limit, and the limit for a kind and phase with no history yet.
+ALERTS_STUCK_FLOOR_SECS = env_float("ALERTS_STUCK_FLOOR_SECS", 60.0)
+ALERTS_STUCK_CEILING_SECS = env_float("ALERTS_STUCK_CEILING_SECS", 3600.0)
+# failure-burst's window; memory-pressure's longest wait for admission.
+ALERTS_FAILURE_WINDOW_SECS = env_float("ALERTS_FAILURE_WINDOW_SECS", 600.0)
+ALERTS_ADMISSION_WAIT_SECS = env_float("ALERTS_ADMISSION_WAIT_SECS", 300.0)
+# Email notifiers: Django's email backend with SMTP settings from the environment.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 10.0)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "vastmanager@localhost")
+ALERTS_EMAIL_FROM = env_str("ALERTS_EMAIL_FROM")
+
 # Seconds finished jobs stay in the live view.
 TRACKER_GRACE_SECS = env_float("TRACKER_GRACE_SECS", 30.0)
 # Publisher heartbeat; the cache TTL of a snapshot is two heartbeats (liveness).
@@ -167,6 +203,15 @@ MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", 1 << 20)
 # dropped, as is one written to past this many bytes while its window is closed.
 WS_SLOW_CLIENT_SECS = env_float("WS_SLOW_CLIENT_SECS", 30.0)
 WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
+# The largest WebSocket message the server sends (and accepts: autobahn has one limit for both ways).
+# Every frame is built to fit: a snapshot that does not is sent summarised, or as a small "too large
+# to show" section (statuspanel/stream/frames.py), never closing the stream.
+WS_MAX_FRAME_BYTES = env_int("WS_MAX_FRAME_BYTES", 1 << 20)
+# What the panel draws of a huge engine (statuspanel/render/summary.py); the rest is counted, and the
+# whole data is in /api/fleet, /api/status and /api/jobs/<id>.
+PANEL_MAX_WORKER_CARDS = env_int("PANEL_MAX_WORKER_CARDS", 64)
+PANEL_MAX_PIPELINES = env_int("PANEL_MAX_PIPELINES", 16)
+PANEL_MAX_PARTITION_CELLS = env_int("PANEL_MAX_PARTITION_CELLS", 128)
 # Groth16 parameters cache (proving and verifying keys per proof kind).
 PARAMS_DIR = Path(env_str("VASTMANAGER_PARAMS_DIR", str(DATA_DIR / "params")))
 

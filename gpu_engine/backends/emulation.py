@@ -166,4 +166,4 @@ class EmulatedBackend:
         return self._msm.msm_g1(points, scalars, bases_key=bases_key)
 
     def close(self) -> None:
-        self.ops._buffers.clear()
+        self.ops._buffers.clear()  # noqa: SLF001 - the emulated ops' buffer pool belongs to this backend

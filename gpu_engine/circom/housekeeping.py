@@ -147,5 +147,5 @@ def housekeep_quietly() -> None:
     """`housekeep()` for the engine (at start, hourly): a failure is logged, never fatal."""
     try:
         housekeep()
-    except Exception:  # noqa: BLE001 - leftover files are not worth an engine that stops
+    except Exception:
         log.exception("circuit housekeeping failed")

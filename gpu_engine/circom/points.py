@@ -54,7 +54,7 @@ def g2_from_zkey(raw: memoryview, where: str, index: int) -> G2Point:
     coords = _coords(raw, 4, where, index)
     try:
         return G2Point.from_xy_bytes_be(_be(coords))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - arkworks raises its own types
         raise CircomFormatError(f"{where}: point {index} is not on BLS12-381 G2 (or not in its subgroup)") from None
 
 

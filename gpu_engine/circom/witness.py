@@ -323,8 +323,8 @@ def _raw_reader(inst: _Instance):
         from wasmtime import _ffi as ffi
 
         func = inst.fn["getWitness"]
-        ctx = inst.store._context()
-        fn_ref = ctypes.byref(func._func)
+        ctx = inst.store._context()  # noqa: SLF001 - wasmtime's unchecked call path (see the docstring)
+        fn_ref = ctypes.byref(func._func)  # noqa: SLF001 - wasmtime's unchecked call path (see the docstring)
         call = ffi.wasmtime_func_call_unchecked
         args = (ffi.wasmtime_val_raw_t * 1)()
         trap = ctypes.POINTER(ffi.wasm_trap_t)()
@@ -340,7 +340,7 @@ def _raw_reader(inst: _Instance):
             args[0].i32 = i
             error = call(ctx, fn_ref, args, 1, trap_ref)
             if trap:
-                raise wasmtime.Trap._from_ptr(trap)
+                raise wasmtime.Trap._from_ptr(trap)  # noqa: SLF001 - the trap the raw C call returned; no public constructor
             if error:
                 raise WitnessError(f"the witness calculator failed reading wire {i}")
             out[i * width:(i + 1) * width] = ctypes.string_at(base + window, width)

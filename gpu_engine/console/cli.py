@@ -111,14 +111,19 @@ class ProgressPrinter:
         self.stats, self.out = stats, out
         self._lock = threading.Lock()
 
+    # A job's outcome in the API's words; a failure stands out in capitals.
+    OUTCOME_WORDS = {"done": "done  ", "failed": "FAILED", "cancelled": "cancelled"}
+
     def __call__(self, event: JobEvent) -> None:
         with self.stats.lock:
             done = sum(self.stats.done_by_kind.values())
             failed = sum(self.stats.failed_by_kind.values())
+            cancelled = sum(self.stats.cancelled_by_kind.values())
         minutes = max(time.monotonic() - self.stats.started, 1e-9) / 60
-        outcome = "done  " if event.success else "FAILED"
+        outcome = self.OUTCOME_WORDS[event.outcome]
+        tally = f"done {done} failed {failed}" + (f" cancelled {cancelled}" if cancelled else "")
         line = (f"[{time.strftime('%H:%M:%S')}] {outcome} {event.proof_kind:<13} {event.job_id}  "
-                f"{event.wall_secs:6.2f}s | done {done} failed {failed} | {done / minutes:.1f} proofs/min")
+                f"{event.wall_secs:6.2f}s | {tally} | {done / minutes:.1f} proofs/min")
         if not event.success and event.error:
             line += f"\n           {event.error}"
         with self._lock:

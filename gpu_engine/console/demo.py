@@ -12,11 +12,19 @@ import threading
 from django.db import connection
 
 from gpu_engine import queue
+from gpu_engine.kinds import get_kind
 
 log = logging.getLogger(__name__)
 
 # (kind, weight): mostly sealing work, with the PoSt kinds that jump the queue now and then.
 DEMO_MIX = (("snap-update", 3), ("porep-c2", 3), ("window-post", 2), ("winning-post", 1))
+# Demo jobs sit below user work: each at its kind's priority less this, so among themselves the kinds
+# keep their order while any job submitted at a default priority (0 and up) is claimed before them.
+DEMO_PRIORITY_DROP = 100
+
+
+def demo_priority(kind: str) -> int:
+    return get_kind(kind).priority - DEMO_PRIORITY_DROP
 
 
 def demo_job_id(kind: str, rng: random.Random, task: int) -> str:
@@ -57,7 +65,7 @@ class DemoFeeder:
         added = 0
         for _ in range(max(0, self.depth - queue.queue_depth())):
             kind = self._rng.choices(kinds, weights)[0]
-            _, created = queue.submit_job(kind, demo_job_id(kind, self._rng, next(self._tasks)))
+            _, created = queue.submit_job(kind, demo_job_id(kind, self._rng, next(self._tasks)), demo_priority(kind))
             added += int(created)
         self.submitted += added
         return added
@@ -67,7 +75,7 @@ class DemoFeeder:
             while not self._stop.is_set():
                 try:
                     self.top_up()
-                except Exception:  # noqa: BLE001 - the demo must not take the engine down
+                except Exception:  # the demo must not take the engine down
                     log.exception("demo feeder could not submit")
                     connection.close()
                 self._stop.wait(self.interval)

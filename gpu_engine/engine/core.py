@@ -64,7 +64,7 @@ class Engine:
         self.feeder: Feeder | None = None
         self._finalizers: Finalizers | None = None
         self.rollup = MinuteRollup(config.engine_id)
-        self._heartbeat = Heartbeat(config, self.ledger, RollupWriter(self.rollup))
+        self._heartbeat = Heartbeat(config, self.ledger, RollupWriter(self.rollup, schedule=self.history.submit_steps))
         self._telemetry: TelemetryPoller | None = None
         self._threads: list[threading.Thread] = []
 

@@ -94,7 +94,7 @@ class Feeder:
         cfg, ledger = self.config, self.ledger
         try:
             row = queue.claim_next(cfg.engine_id, cfg.lease_secs)
-        except Exception:  # noqa: BLE001 - a database hiccup delays claims, it must not stop the engine
+        except Exception:  # a database hiccup delays claims, it must not stop the engine
             log.exception("claim failed; retrying")
             connection.close()
             return False

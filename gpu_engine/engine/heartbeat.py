@@ -2,7 +2,8 @@
 
 It is also the engine's only periodic database reader: it requeues other engines' expired leases
 and refreshes the queue depth the tracker shows; and it writes the one-minute telemetry rollups
-(engine/rollup.py) and prunes them past their retention.
+(engine/rollup.py). Their hourly prune is only scheduled here: it runs on the history writer in short
+batches, because nothing slow may share this thread with the lease renewals.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class Heartbeat:
             while not self._stop.wait(self.config.heartbeat_secs):
                 try:
                     self.beat()
-                except Exception:  # noqa: BLE001 - a database hiccup must not stop renewals
+                except Exception:  # a database hiccup must not stop renewals
                     log.exception("heartbeat failed")
                     connection.close()
         finally:

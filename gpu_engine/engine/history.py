@@ -1,6 +1,7 @@
 """The history writer: one thread that does the engine's database writes off the proving path.
 
-GPU workers and finalizers never wait for the database; they hand a small closure here. One
+GPU workers and finalizers never wait for the database; they hand a small closure here (and the
+heartbeat its hourly prune, in batches: the heartbeat's own thread renews leases). One
 writer keeps SQLite from seeing several writers at once and keeps the writes in order, so a
 job's PartitionRun rows are stored before the job is marked done.
 """
@@ -50,6 +51,16 @@ class HistoryWriter:
         """Run `op` in the writer thread, after everything submitted before it."""
         self._queue.put(op)
 
+    def submit_steps(self, step: Callable[[], bool]) -> None:
+        """Run `step` in the writer thread until it returns False, one call at a time, each queued
+        behind what was submitted meanwhile: housekeeping (the hourly prune) in short transactions
+        that never hold results back for long, off the heartbeat that renews leases."""
+        def run_step() -> None:
+            if step():
+                self._queue.put(run_step)
+
+        self._queue.put(run_step)
+
     def record_partition(self, **fields: Any) -> None:
         """Queue one PartitionRun row (batched with its neighbours into one INSERT)."""
         self._queue.put(PartitionRun(**fields))
@@ -68,7 +79,7 @@ class HistoryWriter:
     def _guarded_run(self) -> None:
         try:
             self._run()
-        except BaseException as exc:  # noqa: BLE001 - a dead writer must stop the engine, not hide
+        except BaseException as exc:  # a dead writer must stop the engine, not hide
             log.critical("the history writer crashed", exc_info=True)
             if self._on_crash is not None:
                 self._on_crash(self._thread.name, exc)

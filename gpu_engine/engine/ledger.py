@@ -122,7 +122,7 @@ class Ledger:
         for job in held:
             try:
                 queue.return_job(job.pk, self.config.engine_id)
-            except Exception:  # noqa: BLE001 - the lease expires and the job is requeued anyway
+            except Exception:  # the lease expires and the job is requeued anyway
                 log.exception("job %s: could not return it to the queue", job.job_id)
             assert job.stop is not None  # set above, under the lock
             self._finished(job, False, job.stop[1])
@@ -153,7 +153,7 @@ class Ledger:
             if not ok:
                 error = "result discarded: the job was cancelled or re-claimed meanwhile"
                 log.warning("job %s: %s", job.job_id, error)
-        except Exception as exc:  # noqa: BLE001 - a job that cannot be stored fails; the engine goes on
+        except Exception as exc:  # a job that cannot be stored fails; the engine goes on
             error = f"assembly: {type(exc).__name__}: {exc}"
             log.exception("job %s: could not store its bundle", job.job_id)
             queue.fail_job(job.pk, self.config.engine_id, error, job.timings())
@@ -174,7 +174,8 @@ class Ledger:
         with self.lock:
             self.tracker.job_completed(job.job_id, success, outcome=outcome)
             self.active.pop(job.job_id, None)
-        event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error)
+        event = JobEvent(job.job_id, job.kind, success, time.monotonic() - job.started, error,
+                         cancelled=reason == STOP_CANCELLED)
         if job.stop is None or job.stop[0] != STOP_RETURNED:
             self.announce(event)
         self.run.wake.set()
@@ -185,5 +186,5 @@ class Ledger:
         for listener in self.listeners:
             try:
                 listener(event)
-            except Exception:  # noqa: BLE001 - a listener's bug must not stop the engine
+            except Exception:  # a listener's bug must not stop the engine
                 log.exception("job listener failed")

@@ -83,7 +83,7 @@ def child_init(engine_pid: int, preload: Callable[[], None] | None = None) -> No
     if preload is not None:
         try:
             preload()
-        except Exception:  # noqa: BLE001 - preloading is an optimisation; the task reports the error
+        except Exception:  # preloading is an optimisation; the task reports the error
             log.exception("pool process %d: preload failed", os.getpid())
 
 

@@ -2,7 +2,7 @@
 
 The telemetry poller hands every GPU reading here (about once a second) and the heartbeat adds the
 queue depth and the memory budget; a minute is written as one `TelemetryMinute` row per GPU plus one
-engine row once it is over (by the heartbeat, which also prunes rows past their retention). Raw
+engine row once it is over (by the heartbeat, which also schedules the hourly prune past their retention). Raw
 samples are never stored: a year of history is 7 days x 1,440 minutes x (GPUs + 1) rows at most.
 """
 from __future__ import annotations
@@ -22,6 +22,9 @@ from gpu_engine.models import TelemetryMinute
 
 log = logging.getLogger("gpu_engine.engine")
 PRUNE_EVERY_SECS = 3600.0
+# Rows deleted per prune transaction: a week of backlog is deleted in short steps, each releasing the
+# database (SQLite's one writer lock) so the heartbeat's lease renewals never wait behind it.
+PRUNE_BATCH = 5000
 
 
 @dataclass
@@ -106,19 +109,40 @@ def retention_days() -> float:
     return float(getattr(settings, "TELEMETRY_RETENTION_DAYS", 7.0))
 
 
+def prune_cutoff(days: float | None = None, now: datetime | None = None) -> datetime:
+    days = retention_days() if days is None else days
+    return (now or datetime.now(timezone.utc)) - timedelta(days=days)
+
+
+def prune_batch(cutoff: datetime, batch: int = PRUNE_BATCH) -> int:
+    """Delete at most `batch` telemetry minutes before `cutoff` in one short transaction; how many."""
+    ids = list(TelemetryMinute.objects.filter(minute__lt=cutoff).order_by().values_list("pk", flat=True)[:batch])
+    if ids:
+        TelemetryMinute.objects.filter(pk__in=ids).delete()
+    return len(ids)
+
+
 def prune(days: float | None = None, now: datetime | None = None) -> int:
     """Delete telemetry minutes older than `days` (default TELEMETRY_RETENTION_DAYS); returns how many."""
-    days = retention_days() if days is None else days
-    cutoff = (now or datetime.now(timezone.utc)) - timedelta(days=days)
-    deleted, _ = TelemetryMinute.objects.filter(minute__lt=cutoff).delete()
-    return deleted
+    cutoff = prune_cutoff(days, now)
+    total = 0
+    while n := prune_batch(cutoff):
+        total += n
+        if n < PRUNE_BATCH:
+            break
+    return total
 
 
 class RollupWriter:
-    """The heartbeat's part: store finished minutes every beat, prune once an hour."""
+    """The heartbeat's part: store finished minutes every beat, prune once an hour.
 
-    def __init__(self, rollup: MinuteRollup, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rollup, self.clock = rollup, clock
+    The prune is handed to `schedule` (the engine's history writer: `HistoryWriter.submit_steps`),
+    one batch per step: the heartbeat renews leases, and a long prune on its thread would let them
+    expire. Without `schedule` (tools, tests) it runs in place."""
+
+    def __init__(self, rollup: MinuteRollup, clock: Callable[[], float] = time.monotonic,
+                 schedule: Callable[[Callable[[], bool]], None] | None = None) -> None:
+        self.rollup, self.clock, self.schedule = rollup, clock, schedule
         self._last_prune: float | None = None
 
     def beat(self, queue_depth: int, mem_used: int, mem_total: int) -> None:
@@ -127,13 +151,35 @@ class RollupWriter:
         now = self.clock()
         if self._last_prune is None or now - self._last_prune >= PRUNE_EVERY_SECS:
             self._last_prune = now
-            n = prune()
-            if n:
-                log.info("pruned %d telemetry minute(s) older than %s days", n, retention_days())
-            housekeep_quietly()  # circuit files past their use (gpu_engine/circom/housekeeping.py)
+            if self.schedule is None:
+                self._log_pruned(prune())
+                housekeep_quietly()  # circuit files past their use (gpu_engine/circom/housekeeping.py)
+            else:
+                self.schedule(self._prune_steps(prune_cutoff()))
+
+    def _prune_steps(self, cutoff: datetime) -> Callable[[], bool]:
+        """The prune in batches, then the circuit housekeeping: steps for the history writer, so a long
+        prune never holds the heartbeat (which renews the leases)."""
+        deleted = [0]
+
+        def step() -> bool:
+            n = prune_batch(cutoff)
+            deleted[0] += n
+            if n < PRUNE_BATCH:
+                self._log_pruned(deleted[0])
+                housekeep_quietly()
+                return False
+            return True
+
+        return step
+
+    @staticmethod
+    def _log_pruned(n: int) -> None:
+        if n:
+            log.info("pruned %d telemetry minute(s) older than %s days", n, retention_days())
 
     def close(self) -> None:
         try:
             store(self.rollup.take_finished(everything=True))
-        except Exception:  # noqa: BLE001 - the last partial minute is not worth failing a shutdown for
+        except Exception:  # the last partial minute is not worth failing a shutdown for
             log.exception("could not store the last telemetry minute")

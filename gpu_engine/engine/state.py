@@ -11,6 +11,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from gpu_engine.vocabulary import CANCELLED, DONE, FAILED
+
 log = logging.getLogger("gpu_engine.engine")
 
 # Why a claimed job stopped short of `done`; each maps to one database action (see Engine).
@@ -93,6 +95,12 @@ class JobEvent:
     success: bool
     wall_secs: float
     error: str = ""
+    cancelled: bool = False     # stopped by a cancel: neither proved nor failed (the API's "cancelled")
+
+    @property
+    def outcome(self) -> str:
+        """The job's status in the words the API, the admin and the panel use: done, failed, cancelled."""
+        return DONE if self.success else CANCELLED if self.cancelled else FAILED
 
 
 class WorkQueue:
@@ -156,7 +164,7 @@ def guarded(run: RunState, name: str, target: Callable[[], None]) -> Callable[[]
     def body() -> None:
         try:
             target()
-        except BaseException as exc:  # noqa: BLE001 - whatever ends the thread must end the engine
+        except BaseException as exc:  # whatever ends the thread must end the engine
             log.critical("engine thread %s crashed", name, exc_info=True)
             run.crash(name, exc)
 

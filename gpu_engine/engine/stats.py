@@ -16,6 +16,7 @@ class EngineStats:
         self.started = time.monotonic()
         self.done_by_kind: Counter[str] = Counter()
         self.failed_by_kind: Counter[str] = Counter()
+        self.cancelled_by_kind: Counter[str] = Counter()
         self.phase_ms: dict[str, list[float]] = defaultdict(list)
         self.busy: dict[int, list[tuple[float, float]]] = defaultdict(list)
         self.finish_times: list[tuple[float, str]] = []
@@ -38,7 +39,8 @@ class EngineStats:
 
     def record_job(self, event: JobEvent) -> None:
         with self.lock:
-            (self.done_by_kind if event.success else self.failed_by_kind)[event.proof_kind] += 1
+            by_outcome = {"done": self.done_by_kind, "cancelled": self.cancelled_by_kind}
+            by_outcome.get(event.outcome, self.failed_by_kind)[event.proof_kind] += 1
             self.finish_times.append((time.monotonic(), event.proof_kind))
 
     def busy_fraction(self, start: float, end: float) -> dict[int, float]:

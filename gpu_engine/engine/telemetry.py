@@ -106,7 +106,7 @@ class TelemetryPoller:
         while not self._stop.is_set():
             try:
                 self.publish(self.telemetry.poll())
-            except Exception:  # noqa: BLE001 - telemetry must never take the engine down
+            except Exception:  # telemetry must never take the engine down
                 log.exception("GPU telemetry update failed")
             self._stop.wait(self.interval)
 

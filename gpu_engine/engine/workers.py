@@ -83,7 +83,7 @@ class Finalizers:
         """An executor keeps a task's exception in a future nobody reads: here it stops the engine."""
         try:
             self._finalize(work, out)
-        except BaseException as exc:  # noqa: BLE001 - a finalizer crash is an engine crash
+        except BaseException as exc:  # a finalizer crash is an engine crash
             log.critical("finalizer crashed on partition %d of %s", work.index, work.job.job_id, exc_info=True)
             self.ledger.run.crash("finalizer", exc)
 

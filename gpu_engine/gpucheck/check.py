@@ -138,7 +138,7 @@ def _linkable_libcuda(work: Path) -> str | None:
     if found is None:
         return None
     try:
-        path = Path(ctypes.CDLL(found)._name)
+        path = Path(ctypes.CDLL(found)._name)  # noqa: SLF001 - ctypes' documented name of the loaded library
         if not path.is_absolute():
             lines = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
             path = next(Path(line.split("=>")[-1].strip()) for line in lines if found in line)

@@ -54,7 +54,7 @@ def g1_from_ints(x: int, y: int) -> G1Point:
         return G1Point.identity()
     try:
         return G1Point.from_xy_bytes_be(_coord_bytes((x, y)))
-    except Exception as exc:  # arkworks raises its own exception types
+    except Exception as exc:  # noqa: BLE001 - arkworks raises its own exception types: all mean "no point"
         raise ValueError(f"({x}, {y}) is not a valid G1 point: {exc}") from None
 
 
@@ -65,7 +65,7 @@ def g2_from_ints(x: tuple[int, int], y: tuple[int, int]) -> G2Point:
         return G2Point.identity()
     try:
         return G2Point.from_xy_bytes_be(_coord_bytes(coords))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - arkworks raises its own exception types: all mean "no point"
         raise ValueError(f"{coords} is not a valid G2 point: {exc}") from None
 
 

@@ -169,7 +169,9 @@
   }
 
   // The timeline and charts are server-rendered SVG: a live frame of an engine refetches its
-  // activity region (at most every ACTIVITY_MS), which adds the bars of partitions settled since.
+  // activity region, which adds the bars of partitions settled since: never while the previous
+  // fetch is on its way, and only ACTIVITY_MS plus as long as that fetch took after it ended (a
+  // region slow to build is asked for less often, never faster than it can be built).
   const ACTIVITY_MS = 2000;
   function activitySlot(st) {
     let slot = st.section.querySelector(".activity-slot");
@@ -189,18 +191,18 @@
     if (body && body.dataset.fleetSource !== undefined) return;
     const slot = activitySlot(st);
     if (!slot || st.activityBusy) return;
-    const wait = (st.activityAt || 0) + ACTIVITY_MS - Date.now();
+    const wait = (st.activityAt || 0) + ACTIVITY_MS + (st.activityCost || 0) - Date.now();
     if (wait > 0 && !force) {
       if (!st.activityTimer) st.activityTimer = setTimeout(function () { st.activityTimer = null; refreshActivity(st); }, wait);
       return;
     }
     st.activityBusy = true;
-    st.activityAt = Date.now();
+    const began = Date.now();
     fetch(slot.dataset.activityUrl + "?window=" + encodeURIComponent(slot.dataset.window || "10m"), { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) { if (html !== null && html !== slot.innerHTML) slot.innerHTML = html; })
       .catch(function () {})
-      .then(function () { st.activityBusy = false; });
+      .then(function () { st.activityBusy = false; st.activityAt = Date.now(); st.activityCost = st.activityAt - began; });
   }
   enginesEl.addEventListener("click", function (ev) {
     const link = ev.target.closest && ev.target.closest("[data-window-choice]");
@@ -223,7 +225,18 @@
     }
   }
 
+  // "updated 3 s ago": the age of the engine's last snapshot, on the server's clock.
+  function tickUpdated(st) {
+    const el = st.section.querySelector("[data-updated-at]");
+    if (!el) return;
+    const age = Date.now() / 1000 + clockOffset - parseFloat(el.dataset.updatedAt);
+    if (isNaN(age)) return;
+    const text = (age < 1.5 ? "just now" : fmt(Math.round(age)).replace(".0 s", " s") + " ago");
+    if (el.textContent !== text) el.textContent = text;
+  }
+
   function tickEngine(st, now, open) {
+    tickUpdated(st);
     // Stale data stops ticking: a growing duration would claim work we can no longer see.
     if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
     if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);

@@ -195,6 +195,9 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     if job is None:
         return _not_found(job_id)
     data = job.to_dict()
+    # Where the job's time went: waiting in the queue (submitted to claimed) or being proved (claimed to done).
+    data["queue_wait_secs"] = job.queue_wait_secs()
+    data["compute_secs"] = job.duration_secs()
     data["partition_runs"] = [
         {
             "index": run.index,

@@ -10,7 +10,11 @@ cap and caps on what one answer may hold (statuspanel/fleet/bounds.py). State ch
 JSON decoding and the adapter of answers over 64 KiB, and every database call, run in a small
 thread pool (a typical status document, a few KiB, is decoded in place). The
 Source table is re-read every `reload_secs`: sources added, removed or edited take effect without
-a restart. Delivery mirrors the publisher: `attach_loop(server_loop)` for the in-memory layer.
+a restart. Delivery is the publisher's (gpu_engine/delivery.py: `attach_loop(server_loop)` for the
+in-memory layer) under `COLLECTOR_POLICY`: a send while the same source's previous one is still in
+flight is dropped (the collector's loop serves every source and must never block; the cache holds
+the latest and the next heartbeat sends it), and a cancelled send is not an error (only the loop
+it ran on going away cancels it).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from gpu_engine import wire
+from gpu_engine.delivery import Busy, Delivery, SendPolicy
 from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.bounds import SourceLimits
@@ -43,7 +48,7 @@ log = logging.getLogger(__name__)
 
 TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
 PRUNE_EVERY_SECS = 3600.0
-SEND_TIMEOUT_SECS = 5.0
+COLLECTOR_POLICY = SendPolicy(busy=Busy.DROP_STALE, cancelled_is_error=False)
 # Answers up to this size are decoded on the collector's own loop; larger ones in its thread pool.
 INLINE_DECODE_BYTES = 64 * 1024
 
@@ -66,8 +71,7 @@ class FleetCollector:
         self._next_prune = 0.0
         self.max_bytes = max_bytes
         self.max_depth = max_depth
-        self._layer = channel_layer
-        self._cache = cache
+        self.delivery = Delivery(COLLECTOR_POLICY, channel_layer=channel_layer, cache=cache, what="fleet snapshot")
         self._load = load_sources or source_table.load_sources
         # State changes: batched, at most a burst per source and window (a flapping source is summarised).
         if record_state_change is None:
@@ -81,36 +85,32 @@ class FleetCollector:
         self._executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="fleet-io")
         # Pinned keys and the hourly prune are written by one thread of their own.
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fleet-db")
-        self._server_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self.states: dict[str, SourceState] = {}        # by source name
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._clients: dict[str, httpx.AsyncClient | grpc_source.CuzkGrpcSource] = {}
-        self._registered: dict[str, float] = {}
-        self._inflight: dict[str, concurrent.futures.Future[None] | asyncio.Future[None]] = {}
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._clients: dict[str, Any] = {}
         self.reloads = 0
         self.published = 0
-        self.send_errors = 0
 
     # -- wiring ---------------------------------------------------------------------------------
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """Deliver group messages through `loop` (the server's), as the in-memory layer requires."""
-        self._server_loop = loop
+        self.delivery.attach_loop(loop)
 
     @property
-    def channel_layer(self) -> BaseChannelLayer | None:
-        if self._layer is None:
-            from channels.layers import get_channel_layer
-
-            self._layer = get_channel_layer()
-        return self._layer
+    def channel_layer(self):
+        return self.delivery.channel_layer
 
     @property
-    def cache(self) -> BaseCache:
-        return self._cache if self._cache is not None else wire.default_cache()
+    def cache(self):
+        return self.delivery.cache
+
+    @property
+    def send_errors(self) -> int:
+        return self.delivery.errors
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> FleetCollector:
@@ -123,6 +123,7 @@ class FleetCollector:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        self.delivery.stopping()
         loop, stopping = self._loop, self._stopping
         if loop is not None and stopping is not None and not loop.is_closed():
             loop.call_soon_threadsafe(stopping.set)
@@ -164,6 +165,7 @@ class FleetCollector:
         finally:
             for name in list(self._tasks):
                 await self._drop(name, forget=False)
+            self.delivery.close()
 
     # -- the table ------------------------------------------------------------------------------
     async def _reload(self) -> None:
@@ -211,7 +213,7 @@ class FleetCollector:
         if client is not None:
             try:
                 await asyncio.wait_for(client.aclose(), 2.0)
-            except Exception:  # closing a dead connection must not stop the collector
+            except Exception:  # noqa: BLE001 - closing a dead connection must not stop the collector
                 pass
 
     async def _drop(self, name: str, *, forget: bool) -> None:
@@ -282,42 +284,11 @@ class FleetCollector:
             self.events.add(StateChange(cfg.id, cfg.name, previous[0] if previous else "", current[0], current[1],
                                         source["error"] or "", time.time()))
         try:
-            await self._in_thread(self._store, snap)
-            self._send(wire.snapshot_message(cfg.name, snap["seq"], snap))
+            await self._in_thread(self.delivery.store, snap)
+            self.delivery.send(wire.snapshot_message(cfg.name, snap["seq"], snap))
             self.published += 1
-        except Exception:  # the panel going dark must never stop the collector
-            self.send_errors += 1
-            log.exception("fleet source %s: publishing failed", cfg.name)
-
-    def _store(self, snap: Snapshot) -> None:
-        cache, name, now = self.cache, snap["engine_id"], time.time()
-        assert name is not None  # SourceState.snapshot stamps the source's name
-        wire.store_snapshot(cache, snap, snap["heartbeat_secs"])
-        if now - self._registered.get(name, 0.0) >= snap["heartbeat_secs"]:
-            wire.register_engine(cache, name, now)
-            self._registered[name] = now
-
-    def _send(self, message: dict[str, Any]) -> None:
-        layer = self.channel_layer
-        if layer is None:
-            return
-        name = message["engine_id"]
-        inflight = self._inflight.get(name)
-        if inflight is not None and not inflight.done():
-            return  # the server loop is behind: the cache holds the latest, the next publish sends it
-        coro = layer.group_send(wire.STATUS_GROUP, message)
-        if self._server_loop is not None:
-            future: concurrent.futures.Future[None] | asyncio.Future[None] = asyncio.run_coroutine_threadsafe(
-                coro, self._server_loop)
-        else:
-            future = asyncio.ensure_future(asyncio.wait_for(coro, SEND_TIMEOUT_SECS))
-        future.add_done_callback(self._send_done)
-        self._inflight[name] = future
-
-    def _send_done(self, future: concurrent.futures.Future[None] | asyncio.Future[None]) -> None:
-        if not future.cancelled() and future.exception() is not None:
-            self.send_errors += 1
-            log.warning("fleet: a snapshot send failed: %r", future.exception())
+        except Exception:  # noqa: BLE001 - the panel going dark must never stop the collector; logged by failed()
+            self.delivery.failed(cfg.name)
 
     def _prune_safely(self) -> None:
         try:

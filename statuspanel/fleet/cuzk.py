@@ -47,7 +47,7 @@ def adapt_cuzk(doc: Any) -> SourceSnapshot:
         "seq": 0,
         "generated_at": "",
         "uptime_secs": number(doc, "uptime_secs", "", default=0.0),
-        "backend": field(doc, "backend", (str,), "", default="cuda"),
+        "backend": field(doc, "backend", (str,), "", default=""),  # only what the daemon says
         "memory": {"total_bytes": total, "used_bytes": used,
                    "available_bytes": integer(memory, "available_bytes", "memory", default=max(0, total - used))},
         "synthesis": {"max_concurrent": integer(synthesis, "max_concurrent", "synthesis", default=0),

@@ -312,7 +312,7 @@ async def fetch(client: httpx.AsyncClient, cfg: SourceConfig, max_bytes: int = M
         raise
     except TimeoutError:
         raise Unreachable("timeout", f"timeout: no complete answer within {deadline:g} s") from None
-    except Exception as exc:  # every transport error becomes a reason the panel shows
+    except Exception as exc:  # noqa: BLE001 - every transport error becomes a reason the panel shows
         raise classify(exc, timeout_secs=cfg.read_timeout) from None
 
 

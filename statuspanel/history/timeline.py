@@ -5,6 +5,10 @@ and end, written by the engine's history writer as partitions settle) and the li
 partitions on a GPU or finalizing at this moment, whose start is the snapshot's time minus their
 open duration). A reload therefore rebuilds the same bars from the database. The result is plain
 data laid out in percent of the window; templates/statuspanel/activity/_timeline.html draws it as SVG.
+
+A window with more than EXACT_RUNS settled runs is drawn aggregated (history/buckets.py): the
+database groups the runs per lane into BUCKETS time buckets and each busy bucket is one bar saying
+how many partitions it holds, so bytes and time stay bounded whatever the engine's rate.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from gpu_engine.formatting import duration, ms_duration, worker_label
 from gpu_engine.kinds import kind_label
 from gpu_engine.models import PartitionRun
 from gpu_engine.vocabulary import FINALIZING, GPU
+from statuspanel.history import buckets
 
 WINDOWS = {"10m": 600.0, "60m": 3600.0}
 DEFAULT_WINDOW = "10m"
@@ -28,6 +33,9 @@ GAP_SHARE = 1.0 / 600
 MIN_BAR_PCT = 0.15
 LIVE = "live"
 FINALIZER_LANE = "finalizer"
+# More settled runs than this in the window and the lanes are drawn from buckets, not one bar per run.
+EXACT_RUNS = 400
+AGGREGATED = "aggregated"
 
 
 @dataclass
@@ -69,6 +77,46 @@ class Bar:
 
 
 @dataclass
+class BucketBar(Bar):
+    """One time bucket of a lane drawn aggregated: `index` is how many runs started in it."""
+    failures: int = 0
+    busy: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.failures > 0
+
+    @property
+    def title(self) -> str:
+        bits = [f"{self.index} partition{'s' if self.index != 1 else ''} · {self.phase} busy {duration(self.busy)}"]
+        if self.failures:
+            bits.append(f"{self.failures} failed")
+        return " · ".join(bits)
+
+
+def bucket_bars(engine_id: str, start: float, end: float) -> list[Bar]:
+    """The window's runs as bars of busy buckets (history/buckets.py), one lane's adjacent buckets
+    merged while none of them holds a failure: a lane busy all along is one bar, failures stand out."""
+    bars: list[BucketBar] = []
+    last: dict[tuple[str, str], tuple[int, BucketBar]] = {}
+    rows = buckets.lane_buckets(engine_id, start, end)
+    for row in sorted(rows, key=lambda r: (r["phase"], r["worker"], r["bucket"])):
+        lane = (row["phase"], row["worker"])
+        first, stop = max(row["first"], row["start"]), min(row["last"], row["end"])
+        prev = last.get(lane)
+        if prev is not None and prev[0] == row["bucket"] - 1 and not prev[1].failures and not row["failed"]:
+            bar = prev[1]
+            bar.end, bar.index, bar.busy = max(bar.end, stop), bar.index + row["count"], bar.busy + row["busy"]
+        else:
+            bar = BucketBar(phase=row["phase"], state=AGGREGATED, start=first, end=max(stop, first), job_id="",
+                            proof_kind="", index=row["count"], worker=row["worker"], failures=row["failed"],
+                            busy=row["busy"])
+            bars.append(bar)
+        last[lane] = (row["bucket"], bar)
+    return list(bars)
+
+
+@dataclass
 class Gap:
     start: float
     end: float
@@ -99,6 +147,7 @@ class Timeline:
     end: float
     lanes: list[Lane]
     ticks: list[dict[str, Any]]
+    aggregated: bool = False
 
     @property
     def span(self) -> float:
@@ -186,6 +235,13 @@ def _covered(bars: list[Bar], start: float, end: float) -> list[tuple[float, flo
     return merged
 
 
+def _busy(bars: list[Bar], covered: list[tuple[float, float]], span: float) -> float:
+    """A lane's busy share: the union of its bars, or the runs' own busy seconds where bars are buckets."""
+    if any(isinstance(b, BucketBar) for b in bars):
+        return sum(b.busy if isinstance(b, BucketBar) else b.end - b.start for b in bars) / span
+    return sum(e - s for s, e in covered) / span
+
+
 def _place(item: Bar | Gap, start: float, span: float) -> None:
     s, e = max(item.start, start), min(item.end, start + span)
     item.x_pct = round(100.0 * (s - start) / span, 3)
@@ -223,8 +279,9 @@ def build_timeline(snap: SnapshotDocument | None, engine_id: str, window: str = 
     span = WINDOWS[window]
     now = time.time() if now is None else now
     start = now - span
-    bars = [b for b in stored_bars(engine_id, start) + (live_bars(snap, now) if snap else [])
-            if b.end > start and b.start < now]
+    aggregated = buckets.runs_since(engine_id, start) > EXACT_RUNS
+    stored = bucket_bars(engine_id, start, now) if aggregated else stored_bars(engine_id, start)
+    bars = [b for b in stored + (live_bars(snap, now) if snap else []) if b.end > start and b.start < now]
     lanes: list[Lane] = []
     workers = [(str(w.get("worker_id")), w.get("gpu_ordinal")) for w in (snap or {}).get("gpu_workers") or []
                if isinstance(w, dict) and w.get("worker_id") is not None]
@@ -235,19 +292,23 @@ def build_timeline(snap: SnapshotDocument | None, engine_id: str, window: str = 
         lane = Lane(key=worker, label=label, kind="worker", gpu_ordinal=ordinal,
                     bars=sorted((b for b in bars if b.phase == "gpu" and b.worker == worker), key=lambda b: b.start))
         covered = _covered(lane.bars, start, now)
-        lane.busy_share = sum(e - s for s, e in covered) / span
+        lane.busy_share = _busy(lane.bars, covered, span)
         edge, min_gap = start, span * GAP_SHARE
         for s, e in covered + [(now, now)]:
             if s - edge >= min_gap and edge > start:  # before the first bar the worker may not have existed
                 lane.gaps.append(Gap(edge, s))
             edge = max(edge, e)
         lanes.append(lane)
-    for n, packed in enumerate(_pack_finalizers([b for b in bars if b.phase == "finalize"]), start=1):
+    finalize = [b for b in bars if b.phase == "finalize"]
+    # Aggregated, the finalizers are one lane of buckets (their busy share may pass 100%: a pool).
+    packs = [sorted(finalize, key=lambda b: b.start)] if aggregated else _pack_finalizers(finalize)
+    for n, packed in enumerate(packs, start=1):
         lane = Lane(key=f"{FINALIZER_LANE}-{n}", label=f"finalize {n}", kind="finalizer", bars=packed)
-        lane.busy_share = sum(e - s for s, e in _covered(packed, start, now)) / span
+        lane.busy_share = _busy(packed, _covered(packed, start, now), span)
         lanes.append(lane)
     for lane in lanes:
         items: list[Bar | Gap] = [*lane.bars, *lane.gaps]
         for item in items:
             _place(item, start, span)
-    return Timeline(engine_id=engine_id, window=window, start=start, end=now, lanes=lanes, ticks=_ticks(start, span))
+    return Timeline(engine_id=engine_id, window=window, start=start, end=now, lanes=lanes, ticks=_ticks(start, span),
+                    aggregated=aggregated)

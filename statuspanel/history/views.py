@@ -1,16 +1,22 @@
 """The history views: each engine's timeline and charts, compact on the panel and whole on its own page.
 
 Same auth as the panel (a logged-in session). The panel's compact region is refetched by panel.js
-when a live frame of that engine arrives (at most every ACTIVITY_REFRESH_SECS), so the timeline
-follows the stream while every bar still comes from the stored runs plus the latest snapshot.
+when a live frame of that engine arrives (never while its previous fetch is on its way, and backing
+off by that fetch's time), so the timeline follows the stream while every bar still comes from the
+stored runs plus the latest snapshot. Every open panel asks for the same region: it is built at most
+once per ACTIVITY_CACHE_SECS per (engine, window) and shared through Django's cache.
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from gpu_engine.schema import Snapshot, SnapshotDocument
@@ -21,6 +27,10 @@ from statuspanel.render.engine import engine_id_of
 from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
 ACTIVITY_REFRESH_SECS = 2.0
+ACTIVITY_CACHE_SECS = 1  # whole seconds: Django's Redis cache keeps no shorter timeout
+# A region slower to build is kept longer: this many times its build time (never rebuilt faster than
+# it can be built, however many panels ask).
+ACTIVITY_CACHE_BUILDS = 2
 
 
 def engine_snapshot(engine_id: str) -> Snapshot | None:
@@ -36,12 +46,20 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
-def activity_context(engine_id: str, snap: SnapshotDocument | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
+def live_queue_depth(snap: dict[str, Any] | None) -> int | None:
+    """The queue depth of the engine's latest snapshot (the queue chart's "now")."""
+    counters = (snap or {}).get("counters")
+    depth = counters.get("queue_depth") if isinstance(counters, dict) else None
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
+def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),
             "latency": charts.latency(engine_id, charts.RANGES["1h"]),
-            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"]), "compact": True}
+            "telemetry": charts.telemetry(engine_id, charts.RANGES["1h"], live_queue=live_queue_depth(snap)),
+            "compact": True}
 
 
 def _choice(request: HttpRequest, name: str, allowed: dict[str, Any], default: str) -> str | None:
@@ -56,8 +74,21 @@ def activity_partial(request: HttpRequest, engine_id: str) -> HttpResponse:
     window = _choice(request, "window", WINDOWS, DEFAULT_WINDOW)
     if window is None:
         return HttpResponseBadRequest(f"window must be one of {', '.join(WINDOWS)}", content_type="text/plain")
-    return render(request, "statuspanel/activity/_activity.html",
-                  {"a": activity_context(engine_id, engine_snapshot(engine_id), window)})
+    snap_context = {"engine_id": engine_id}
+    # panel.js fetches the fragment; a browser opening the address itself gets it inside the page.
+    if request.headers.get("Sec-Fetch-Mode") == "navigate":
+        return render(request, "statuspanel/activity_page.html",
+                      {"a": activity_context(engine_id, engine_snapshot(engine_id), window), **snap_context})
+    key = f"vastmanager:activity:{engine_id}:{window}"
+    html = cache.get(key)
+    if html is None:
+        began = time.monotonic()
+        html = render_to_string("statuspanel/activity/_activity.html",
+                                {"a": activity_context(engine_id, engine_snapshot(engine_id), window),
+                                 **snap_context})
+        built = time.monotonic() - began
+        cache.set(key, html, max(ACTIVITY_CACHE_SECS, math.ceil(ACTIVITY_CACHE_BUILDS * built)))
+    return HttpResponse(html)
 
 
 @require_GET
@@ -74,7 +105,8 @@ def history_page(request: HttpRequest, engine_id: str) -> HttpResponse:
         "engine_id": engine_id, "online": snap is not None, "range": span, "ranges": list(charts.RANGES),
         "a": {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, "60m"), "windows": [],
               "throughput": charts.throughput(engine_id, minutes=int(secs // 60)),
-              "latency": charts.latency(engine_id, secs), "telemetry": charts.telemetry(engine_id, secs),
+              "latency": charts.latency(engine_id, secs),
+              "telemetry": charts.telemetry(engine_id, secs, live_queue=live_queue_depth(snap)),
               "compact": False},
     }
     return render(request, "statuspanel/history.html", context)

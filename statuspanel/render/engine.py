@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from gpu_engine.kinds import kind_label
 from gpu_engine.schema import SnapshotDocument
 from statuspanel.render import fleet as fleet_render
+from statuspanel.render import summary
 from statuspanel.render.cache import LRU
 from statuspanel.render.numbers import num
 from statuspanel.fleet.cuzk_grpc.render import grpc_context
@@ -60,6 +61,15 @@ def render_engine(snap: SnapshotDocument) -> str:
     return render_engine_with_tally(snap)[0]
 
 
+def render_too_large(snap: dict[str, Any], tally: dict[str, Any], size: int, limit: int) -> str:
+    """The small section of an engine whose frame would not fit even summarised: its header, the
+    tally of the whole snapshot (the fleet summary still counts it), and where the data is."""
+    ctx = engine_context(snap)
+    ctx["too_large"] = {"bytes": size, "limit": limit}
+    ctx["tally"], ctx["tally_json"] = tally, fleet_render.tally_json(tally)
+    return render_to_string(ENGINE_TEMPLATE, {"e": ctx})
+
+
 # -- context ------------------------------------------------------------------------------------
 def memory_context(mem: Any) -> dict[str, Any] | None:
     if not isinstance(mem, dict):
@@ -95,11 +105,8 @@ def partition_context(part: dict[str, Any], flagged: bool = False) -> dict[str, 
     }
 
 
-def _phase_total(parts: list[dict[str, Any]], field: str) -> tuple[float | None, int]:
-    """Sum of a phase's durations and how many of them are still open (the rate it grows at)."""
-    values = [p[field] for p in parts if p[field] is not None]
-    open_count = sum(1 for p in parts if p["open_field"] == field)
-    return (sum(values) if values else None), open_count
+def _never_started(part: dict[str, Any]) -> bool:
+    return part["synth_ms"] is None and part["gpu_ms"] is None and part["finalize_ms"] is None
 
 
 def _elapsed(pipe: dict[str, Any]) -> float | None:
@@ -110,28 +117,59 @@ def _elapsed(pipe: dict[str, Any]) -> float | None:
     return max(0.0, started - finished) if finished is not None else started
 
 
-def pipeline_context(pipe: dict[str, Any],
-                     flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> dict[str, Any]:
-    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about."""
+def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[str, Any]], int]:
+    """Partitions per state, each phase's total and open count, and the failed partitions that never
+    started, over every partition of a job in one cheap pass (cells are built only for those shown)."""
+    states: dict[str, int] = {}
+    sums: dict[str, list[Any]] = {field: [None, 0] for field in _OPEN_PHASE_FIELD.values()}
+    not_run = 0
+    for part in raw:
+        state = str(part.get("state") or PENDING)
+        states[state] = states.get(state, 0) + 1
+        open_field = _OPEN_PHASE_FIELD.get(state)
+        started = False
+        for field, acc in sums.items():
+            value = num(part.get(field))
+            if value is not None:
+                started = True
+                acc[0] = value if acc[0] is None else acc[0] + value
+            if open_field == field:
+                acc[1] += 1
+        if state == FAILED and not started:
+            not_run += 1
+    return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()], not_run
+
+
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(),
+                     snap: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about.
+    At most PANEL_MAX_PARTITION_CELLS cells are built; counts and totals cover every partition."""
     job_id = str(pipe.get("job_id") or "")
+    raw, kept = summary.shown_partitions(pipe)
     parts = [partition_context(p, isinstance(p.get("index"), int) and (job_id, p["index"]) in flagged)
-             for p in pipe.get("partitions") or [] if isinstance(p, dict)]
+             for p in kept]
     kind = str(pipe.get("proof_kind") or "")
-    failed = sum(1 for p in parts if p["state"] == FAILED)
-    totals = []
-    for field in _OPEN_PHASE_FIELD.values():
-        total, rate = _phase_total(parts, field)
-        totals.append({"field": field, "ms": total, "rate": rate})
+    states, totals, not_run = _phase_counts(raw)
+    # A partition failed before any phase started was never run (its job stopped first): the API's
+    # partition runs list only the ones that ran, so the panel counts them apart.
+    failed = states.get(FAILED, 0) - not_run
+    hidden = summary.hidden_counts(raw, kept, "state")
     return {
         "job_id": job_id,
         "proof_kind": kind,
         "proof_label": pipe.get("proof_label") or kind_label(kind),
-        "status": pipe.get("status") or (FAILED if failed else RUNNING),
+        "status": pipe.get("status") or (FAILED if failed or not_run else RUNNING),
         "elapsed_secs": _elapsed(pipe),
         "total_partitions": pipe.get("total_partitions") or len(parts),
-        "partitions_done": pipe.get("partitions_done") or sum(1 for p in parts if p["state"] == DONE),
+        "partitions_done": pipe.get("partitions_done") or states.get(DONE, 0),
         "partitions_failed": failed,
+        "partitions_not_run": not_run,
+        "reason": next((p["error"] for p in parts if p["error"] and not _never_started(p)),
+                       next((p["error"] for p in parts if p["error"]), "")),
         "partitions": parts,
+        "partitions_hidden": hidden,
+        "partition_states": states,
+        "api_url": summary.job_api_url(snap or {}, job_id) if hidden["count"] else "",
         "phase_totals": totals,
     }
 
@@ -186,10 +224,23 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
     consistency = fleet_render.consistency_context(snap)
-    pipes = [pipeline_context(p, consistency["cells"]) for p in snap.get("pipelines") or [] if isinstance(p, dict)]
+    # Huge engines are summarised (render/summary.py): bounded cards and cells, the rest counted.
+    all_pipes, kept_pipes = summary.shown_pipelines(snap)
+    pipes = [pipeline_context(p, consistency["cells"], snap) for p in kept_pipes]
     kinds_by_job = {p["job_id"]: p["proof_kind"] for p in pipes}
-    synth_raw = snap.get("synthesis")
-    synth: dict[str, Any] = synth_raw if isinstance(synth_raw, dict) else {}
+    all_workers, kept_workers = summary.shown_workers(snap)
+    # Every job's partitions by state, for the tally: the hidden jobs' too.
+    phase_counts: dict[str, int] = {}
+    for pipe in pipes:
+        for state, n in pipe["partition_states"].items():
+            phase_counts[state] = phase_counts.get(state, 0) + n
+    kept_ids = {id(p) for p in kept_pipes}
+    for pipe in all_pipes:
+        if id(pipe) not in kept_ids:
+            for part in summary.dicts(pipe.get("partitions")):
+                state = str(part.get("state") or PENDING)
+                phase_counts[state] = phase_counts.get(state, 0) + 1
+    synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
     heartbeat = num(snap.get("heartbeat_secs"))
     published = num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
@@ -210,8 +261,16 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
         "memory": memory_context(snap.get("memory")),
         "synthesis": {"active": synth.get("active") or 0, "max": synth.get("max_concurrent") or 0},
         "counters": counters,
-        "workers": [worker_context(w, kinds_by_job) for w in snap.get("gpu_workers") or [] if isinstance(w, dict)],
+        "workers": [worker_context(w, kinds_by_job) for w in kept_workers],
+        "workers_hidden": summary.hidden_counts(all_workers, kept_workers, "state"),
+        # (state, GPU) of every worker, shown or not: the fleet summary counts them all.
+        "worker_states": [(str(w.get("state") or IDLE), w.get("gpu_ordinal")) for w in all_workers],
         "pipelines": pipes,
+        "pipelines_hidden": summary.hidden_counts(all_pipes, kept_pipes, "status"),
+        "jobs_total": len(all_pipes),
+        "phase_counts": phase_counts,
+        "api_url": summary.api_url(snap),
+        "too_large": None,
         "gpus": [gpu_context(g) for g in snap.get("gpus") or [] if isinstance(g, dict)],
         "source": source,
         # Durations tick between frames only while the data is current: a source that stopped

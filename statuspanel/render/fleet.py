@@ -99,15 +99,15 @@ def cuzk_context(snap: SnapshotDocument) -> dict[str, Any] | None:
     }
 
 
-def _worker_tally(workers: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
-    """Workers by state, and GPUs by state: a GPU is in `error` if any of its workers is, else
-    `proving` if any proves, else `idle`."""
+def _worker_tally(workers: list[tuple[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Workers by state, and GPUs by state, from every worker's (state, gpu_ordinal): a GPU is in
+    `error` if any of its workers is, else `proving` if any proves, else `idle`."""
     by_state = {PROVING: 0, IDLE: 0, ERROR: 0}
     gpu_states: dict[Any, set[str]] = {}
-    for w in workers:
-        state = w["state"] if w["state"] in by_state else IDLE
+    for worker_state, gpu_ordinal in workers:
+        state = worker_state if worker_state in by_state else IDLE
         by_state[state] += 1
-        ordinal = w["gpu_ordinal"] if isinstance(w["gpu_ordinal"], (int, str)) else None
+        ordinal = gpu_ordinal if isinstance(gpu_ordinal, (int, str)) else None
         gpu_states.setdefault(ordinal, set()).add(state)
     gpus = {PROVING: 0, IDLE: 0, ERROR: 0}
     for states in gpu_states.values():
@@ -119,11 +119,10 @@ def engine_tally(ctx: dict[str, Any]) -> dict[str, Any]:
     """The numbers this engine adds to the fleet summary (from its engine context)."""
     src = ctx["source"]
     state = src["state"] if src else (SOURCE_ONLINE if ctx["online"] else SOURCE_STALE)
-    workers, gpus = _worker_tally(ctx["workers"])
+    workers, gpus = _worker_tally(ctx["worker_states"])
     phases = {p: 0 for p in (*PHASES, OTHER_PHASE)}
-    for pipe in ctx["pipelines"]:
-        for part in pipe["partitions"]:
-            phases[part["state"] if part["state"] in phases else OTHER_PHASE] += 1
+    for phase, n in ctx["phase_counts"].items():
+        phases[phase if phase in phases else OTHER_PHASE] += n
     return {"id": ctx["engine_id"], "state": state, "failing": bool(src and src["failing"]),
             "workers": workers, "gpus": gpus, "phases": phases, "ppm": ctx["proofs_per_min"],
             "warnings": ctx["consistency"]["count"]}
@@ -158,7 +157,11 @@ class RateMeter:
                 samples.popleft()
             first_at, first = samples[0]
             span = at - first_at
-            return None if span < self.MIN_SPAN_SECS else 60.0 * (completed - first) / span
+            # No rate until one can be told: a young window with nothing completed in it says
+            # nothing yet (a "0.0" would read as a stalled engine that has just been started).
+            if span < self.MIN_SPAN_SECS or (completed == first and span < self.WINDOW_SECS):
+                return None
+            return 60.0 * (completed - first) / span
 
     def clear(self) -> None:
         with self._lock:

@@ -148,7 +148,8 @@ class StatusConsumer(AsyncWebsocketConsumer):
                 return
             self.last_seq[engine_id] = seq
             frame = await encoded_snapshot_frame_async(engine_id, seq, encoded, with_html=self.with_html)
-            await self.deliver(engine_id, frame)
+            if frame is not None:  # None: overtaken by a newer snapshot of this engine, on its way
+                await self.deliver(engine_id, frame)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):

@@ -9,6 +9,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from gpu_engine.formatting import duration, human_bytes, latency_ms, ms_duration, worker_label
+from gpu_engine.kinds import kind_label
 
 register = template.Library()
 
@@ -150,3 +151,54 @@ def per_min(value: Any) -> str:
         return f"{float(value):.1f}"
     except (TypeError, ValueError):
         return "—"
+
+
+_PHASE_SUM_LABELS = {"synth_ms": "Σ synth", "gpu_ms": "Σ gpu", "finalize_ms": "Σ finalize"}
+
+
+@register.filter
+def phase_sum_label(field: Any) -> str:
+    """A pipeline's phase column in words: its partitions' summed time in that phase."""
+    return _PHASE_SUM_LABELS.get(str(field), str(field))
+
+
+@register.filter
+def clock_utc(ts: Any) -> str:
+    """A unix time as the UTC wall clock to the second ("17:41:20 UTC"), for text a script may refine."""
+    try:
+        return datetime.fromtimestamp(float(ts), tz=timezone.utc).strftime("%H:%M:%S UTC")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "—"
+
+
+@register.filter(name="kind_label")
+def kind_label_filter(kind: Any) -> str:
+    """A proof kind's full label, a registered circuit's included (the model field's choices know
+    only the built-in kinds)."""
+    return kind_label(str(kind))
+
+
+@register.filter
+def in_range(ticks: Any, bounds: str) -> list[Any]:
+    """The axis ticks whose position (x_pct) lies within "lo,hi": the ends are kept clear for the
+    lane's edge and the "now" label."""
+    lo, hi = (float(b) for b in bounds.split(","))
+    return [t for t in ticks if lo <= t["x_pct"] <= hi]
+
+
+@register.filter
+def axis_time(start: Any, end: Any) -> str:
+    """A chart's left edge as a UTC time: "17:41", with the date when the range spans days."""
+    try:
+        begin = datetime.fromtimestamp(float(start), tz=timezone.utc)
+        span = float(end) - float(start)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return ""
+    return begin.strftime("%b %d %H:%M" if span > 6 * 3600 else "%H:%M")
+
+
+@register.filter
+def latency_peak(latency: Any, title: str) -> str:
+    """The end of a latency table's scale: its longest p95 (bars are drawn in proportion to it)."""
+    rows = latency.get("partitions" if title == "partition" else "jobs") or []
+    return duration(max((r["p95"] for r in rows), default=None))

@@ -26,7 +26,7 @@ class Error(Exception):
     pass
 
 
-class MemoryError(Error):  # noqa: A001 - PyCUDA's name
+class MemoryError(Error):
     pass
 
 
@@ -38,7 +38,7 @@ class LaunchError(Error):
     pass
 
 
-class RuntimeError(Error):  # noqa: A001 - PyCUDA's name
+class RuntimeError(Error):
     pass
 
 
@@ -69,7 +69,7 @@ class FakeGpu:
 
     # -- pieces of the driver module --
 
-    def _driver_module(self) -> types.SimpleNamespace:
+    def _driver_module(self) -> types.SimpleNamespace:  # noqa: C901 - one fake module: a table of small closures
         gpu = self
         local = self.local
 

@@ -24,6 +24,7 @@ def _inputs(n: int) -> list[dict]:
     return [{"a": str(3 + i), "b": str(11 + 2 * i)} for i in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_inputs_and_witnesses_are_proved_and_snarkjs_accepts_every_proof(client, params_dir, multiplier_circuit,
                                                                          tmp_path):

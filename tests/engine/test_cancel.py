@@ -8,6 +8,7 @@ from gpu_engine.models import PartitionRun, ProofJob
 from tests.engine.helpers import running, wait_for
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_cancel_mid_proof_releases_everything(make_engine):
     queue.submit_job("snap-update", "cancel-me")

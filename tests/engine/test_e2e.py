@@ -10,6 +10,7 @@ from gpu_engine.models import EngineHost, PartitionRun, ProofJob
 from tests.engine.helpers import all_final, running, wait_for
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_every_kind_is_proved_verified_and_recorded(make_engine):
     job_ids = [queue.submit_job(kind, f"e2e-{kind}")[0].job_id for kind in PROOF_KINDS]
@@ -46,6 +47,7 @@ def test_every_kind_is_proved_verified_and_recorded(make_engine):
     assert host.backend == "cpu" and host.workers == 2 and host.stopped_at is not None
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_budget_of_one_partition_still_proves(make_engine):
     probe = make_engine()

@@ -35,6 +35,7 @@ def kill_children_while_busy(engine, job_id: str, timeout: float = 60.0) -> int:
     raise AssertionError("no partition was retried after killing the proving processes")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_killed_proving_process_retries_the_partition(make_engine):
     queue.submit_job("porep-c2", "pool-killed")

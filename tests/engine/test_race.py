@@ -34,6 +34,7 @@ def check(snapshot: dict, overlaps: list[int]) -> None:
             assert (w["current_job"], w["current_partition"]) in in_gpu, w
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_worker_shown_proving_while_its_previous_partition_finalizes(make_engine):
     job_ids = [queue.submit_job("porep-c2", f"race-{i}")[0].job_id for i in range(2)]

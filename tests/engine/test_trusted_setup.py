@@ -21,6 +21,7 @@ def fresh_dir(tmp_path):
     params_cache.forget_loaded(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_first_start_generates_the_parameters(make_engine, fresh_dir):
     engine = make_engine(params_dir=fresh_dir)
@@ -29,6 +30,7 @@ def test_first_start_generates_the_parameters(make_engine, fresh_dir):
         k.split("-")[0] for k in api.PROOF_KINDS)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_missing_parameters_after_issued_proofs_stop_the_start(make_engine, fresh_dir, params_dir):
     fingerprint = api.load_params(KIND, params_dir).vk.fingerprint()
@@ -49,6 +51,7 @@ def test_missing_parameters_after_issued_proofs_stop_the_start(make_engine, fres
     assert engine.params[KIND].vk.fingerprint() != fingerprint
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_corrupt_file_stops_the_start(make_engine, fresh_dir):
     path = params_cache.params_path(fresh_dir, KIND, params_cache.circuit_shape(KIND, 1)[1])

@@ -31,10 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import grpc  # noqa: E402
+import grpc
 
-from statuspanel.fleet.cuzk_grpc import proving_pb2 as pb  # noqa: E402
-from statuspanel.fleet.cuzk_grpc import proving_pb2_grpc as pb_grpc  # noqa: E402
+from statuspanel.fleet.cuzk_grpc import proving_pb2 as pb
+from statuspanel.fleet.cuzk_grpc import proving_pb2_grpc as pb_grpc
 
 MODES = ("script", "big", "hang", "unimplemented", "huge", "garbage", "reset")
 GPU_NAME = "NVIDIA GeForce RTX 4090"
@@ -84,7 +84,7 @@ class _Engine(pb_grpc.ProvingEngineServicer):
     def __init__(self, server: CuzkGrpcServer) -> None:
         self.server = server
 
-    def GetStatus(self, request: Any, context: Any) -> Any:
+    def GetStatus(self, request: Any, context: Any) -> Any:  # noqa: N802 - the service's method name
         self.server.calls += 1
         mode = self.server.mode
         if mode == "hang":
@@ -96,7 +96,7 @@ class _Engine(pb_grpc.ProvingEngineServicer):
             return self.server.big()
         return script_status(self.server.step())
 
-    def GetMetrics(self, request: Any, context: Any) -> Any:
+    def GetMetrics(self, request: Any, context: Any) -> Any:  # noqa: N802 - the service's method name
         self.server.calls += 1
         return pb.GetMetricsResponse(prometheus_text=script_metrics(self.server.step()))
 

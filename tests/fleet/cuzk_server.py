@@ -184,7 +184,7 @@ class CuzkServer:
             return 403, "application/json", b'{"error": "forbidden"}'
         return 401, "application/json", b'{"error": "unauthorized"}'
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 - one request handler for every mode the fake server plays
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -193,7 +193,7 @@ class CuzkServer:
             def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read their own output
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+            def do_GET(self) -> None:  # the name http.server dispatches to
                 with server._count_lock:
                     server.requests += 1
                     server.in_flight += 1

@@ -26,7 +26,7 @@ import pytest
 from tests.fleet import netns, sshd
 from tests.fleet.dashboard import ROOT, Dashboard, start_engine, wait_engine
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.netns]
 
 INTERVAL = 1.0
 TOKEN = "fleet-netns-operator-token"

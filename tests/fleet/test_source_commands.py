@@ -106,6 +106,7 @@ def test_removing_an_unknown_source_removes_nothing() -> None:
     assert Source.objects.filter(name="box").exists()
 
 
+@pytest.mark.slow
 def test_the_commands_exit_non_zero_from_the_shell(tmp_path) -> None:
     import os
     import subprocess

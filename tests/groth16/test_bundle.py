@@ -7,8 +7,8 @@ import json
 import pytest
 from py_ecc.fields import optimized_bls12_381_FQ12 as FQ12
 from py_ecc.optimized_bls12_381 import FQ, FQ2, add, final_exponentiate, is_on_curve, multiply, neg
-from py_ecc.optimized_bls12_381 import b as B1
-from py_ecc.optimized_bls12_381 import b2 as B2
+from py_ecc.optimized_bls12_381 import b as B1  # noqa: N812 - py_ecc's curve coefficients, upper case as the constants they are here
+from py_ecc.optimized_bls12_381 import b2 as B2  # noqa: N812 - py_ecc's curve coefficients, upper case as the constants they are here
 from py_ecc.optimized_bls12_381.optimized_pairing import pairing
 
 from gpu_engine.groth16 import api

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.panel.test_browser import ARTIFACTS, TOKEN, prover  # noqa: F401, F811 - the fixture
+from tests.panel.test_browser import ARTIFACTS, TOKEN, prover  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

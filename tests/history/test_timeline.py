@@ -22,6 +22,7 @@ def _prove(engine, jobs: list[tuple[str, str]]) -> None:
     engine.history.flush(10)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_bars_match_stored_runs_and_a_reload_rebuilds_them(make_engine, publish, panel_client):
     jobs = [("window-post", "tl-wpost-1"), ("winning-post", "tl-win-1"), ("porep-c2", "tl-porep-with-a-long-id-0001")]

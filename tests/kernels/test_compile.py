@@ -38,12 +38,14 @@ def test_kernel_files_are_present():
     assert set(MODULES) <= set(CU_FILES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("name", CU_FILES)
 def test_kernel_file_compiles(name, arch, tmp_path):
     _cubin(KERNEL_DIR / name, arch, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_flattened_module_source_compiles(name, tmp_path):
     """The text PyCUDA compiles: local headers inlined, nothing left to include."""

@@ -85,16 +85,20 @@ def test_live_panel_in_chromium(prover, panel_login):
     assert page.evaluate("window.__noReload") is True
     assert page.js_errors == []
 
-    # On a 420 px screen the pipelines table scrolls sideways; its headings never overlap.
+    # On a 420 px screen each pipeline is a card of labelled cells (no sideways scrolling): no two
+    # cells' drawn text overlaps, and every cell is inside the screen.
     narrow = panel_login(base, TOKEN, width=420, height=900)
-    narrow.wait_for_selector("#engines table.pipes th", timeout=30_000)
-    # Where each heading's text is drawn (not its cell: text can overflow a squeezed cell).
-    boxes = narrow.eval_on_selector_all("#engines table.pipes thead th", """ths => ths.map(th => {
-        const range = document.createRange(); range.selectNodeContents(th);
-        const r = range.getBoundingClientRect(); return [r.left, r.right]; })""")
+    narrow.wait_for_selector("#engines table.pipes tr.pipeline", timeout=30_000)
+    # Where each cell's content is drawn (its label included), not its box.
+    boxes = narrow.eval_on_selector("#engines table.pipes tr.pipeline", """tr => Array.from(tr.children).map(td => {
+        const range = document.createRange(); range.selectNodeContents(td);
+        const r = range.getBoundingClientRect(), c = td.getBoundingClientRect();
+        return [Math.min(r.left, c.left), c.top, r.right, c.bottom]; })""")
     assert len(boxes) == 7
-    for (_, right), (left, _) in zip(boxes, boxes[1:]):
-        assert right <= left, boxes
+    for i, (l1, t1, r1, b1) in enumerate(boxes):
+        assert 0 <= l1 and r1 <= 420, boxes
+        for l2, t2, r2, b2 in boxes[i + 1:]:
+            assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, boxes
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 420
     narrow.screenshot(path=str(ARTIFACTS / "panel-420.png"), full_page=True)
     narrow.context.close()

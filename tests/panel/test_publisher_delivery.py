@@ -66,5 +66,5 @@ async def test_send_on_closed_loop_is_reported_not_fatal():
     pub.attach_loop(loop)
     with pytest.raises(RuntimeError, match="closed"):
         await asyncio.to_thread(pub.publish_now)
-    pub._publish_safely()  # the thread's wrapper logs and counts instead of dying
+    pub.publish_safely()  # the thread's wrapper logs and counts instead of dying
     assert pub.send_errors == 1

@@ -44,6 +44,7 @@ CLAIMER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_concurrent_claimers_never_share_a_job(pg_url, tmp_path):
     env = {**os.environ, "DATABASE_URL": pg_url, "DJANGO_SETTINGS_MODULE": "vastmanager.settings",
            "VASTMANAGER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}

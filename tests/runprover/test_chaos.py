@@ -110,6 +110,7 @@ def finish(site: Site, sessions: set[int], log_name: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.chaos
 def test_sigkill_at_random_moments(site):
     rng = random.Random(int(os.environ.get("CHAOS_SEED", time.time())))
     jobs = submit_mix(site)
@@ -132,6 +133,7 @@ def test_sigkill_at_random_moments(site):
 
 
 @pytest.mark.slow
+@pytest.mark.chaos
 def test_group_sigterm_at_random_moments(site):
     drain_secs, timeout_stop, _ = unit_stop_settings()
     rng = random.Random(int(os.environ.get("CHAOS_SEED", time.time())))

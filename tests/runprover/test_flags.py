@@ -47,6 +47,7 @@ def test_unmigrated_database_is_reported(tmp_path):
     assert result.returncode == 1 and "run `manage.py migrate` first" in result.stderr
 
 
+@pytest.mark.slow
 def test_submitproof_rejects_bad_kind_and_reports_existing(site):
     bad = subprocess.run([sys.executable, "manage.py", "submitproof", "--kind", "porep"], cwd=ROOT, env=site.env,
                          capture_output=True, text=True, timeout=60)

@@ -13,17 +13,29 @@ import socket
 import sys
 import threading
 from argparse import ArgumentTypeError
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.migrations.executor import MigrationExecutor
 
 from gpu_engine import runtime
 from gpu_engine.console import cli
-from gpu_engine.formatting import human_bytes
 from gpu_engine.engine import Engine, EngineConfig
+from gpu_engine.formatting import human_bytes
+from vastmanager import serving
+
+
+def _release_ipc_now(timeout: float = 1.0) -> None:
+    """Before an immediate exit: run multiprocessing's own exit-time cleanups that do not wait (its
+    queues' close and its named semaphores' unlink), so the resource tracker finds nothing left to
+    clean and warns of no leak. Bounded: an exit on request never waits on them for long."""
+    import multiprocessing.util
+
+    # multiprocessing runs these at exit; an exit that skips the interpreter's teardown must call them itself
+    worker = threading.Thread(target=multiprocessing.util._run_finalizers, args=(0,), daemon=True)  # noqa: SLF001
+    worker.start()
+    worker.join(timeout)
 
 
 class Command(BaseCommand):
@@ -56,7 +68,7 @@ class Command(BaseCommand):
                             help="do not poll the fleet's sources (manage.py addsource) while serving")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        self._check_migrations()
+        serving.check_migrations()
         try:
             backend, gpus = cli.resolve_devices(opts["backend"], opts["gpus"])
             from gpu_engine.wire import validate_engine_id
@@ -74,38 +86,28 @@ class Command(BaseCommand):
             engine = Engine(config)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        serve = not opts["no_serve"]
-        self._no_fleet = opts["no_fleet"]
         host, port = opts["bind"]
-        if serve:
-            self._check_bind(host, port)
-        self._banner(engine, serve, host, port)
+        panel = None
+        if not opts["no_serve"]:
+            panel = serving.PanelServing(host, port, fleet=not opts["no_fleet"])
+            serving.check_bind(host, port)
+        out = serving.command_stream(opts)
+        self._banner(engine, panel)
         try:
-            engine.prepare(progress=cli.ParamsProgress(self.stdout._out))
+            engine.prepare(progress=cli.ParamsProgress(out))
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write("  ready: waiting for jobs" + (" (demo stream on)" if opts["demo"] else ""))
-        self._run(engine, serve, host, port, opts["demo"])
+        self._run(engine, panel, out, opts["demo"])
 
     # ---- pieces ------------------------------------------------------------------------
 
-    def _check_migrations(self) -> None:
-        connection = connections[DEFAULT_DB_ALIAS]
-        executor = MigrationExecutor(connection)
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-            raise CommandError("the database has unapplied migrations; run `manage.py migrate` first")
-
-    def _banner(self, engine: Engine, serve: bool, host: str, port: int) -> None:
-        from statuspanel.auth import token_banner_lines
-
+    def _banner(self, engine: Engine, panel: serving.PanelServing | None) -> None:
         cfg = engine.config
-        shown = f"[{host}]" if ":" in host else host
-        base = f"http://{shown}:{port}"
         db = settings.DATABASES["default"]
         lines = ["", "vastmanager runprover", f"  engine     {cfg.engine_id}"]
-        if serve:
-            lines += [f"  panel      {base}/", *token_banner_lines(base),
-                      f"  API        {base}/api/jobs   (Authorization: Bearer <token>)"]
+        if panel is not None:
+            lines += serving.panel_lines(panel.base_url)
         else:
             lines += ["  panel      not served here (--no-serve)"]
         lines += [
@@ -121,15 +123,16 @@ class Command(BaseCommand):
         ]
         self.stdout.write("\n".join(lines))
 
-    def _run(self, engine: Engine, serve: bool, host: str, port: int, demo: bool) -> None:
+    def _run(self, engine: Engine, panel: serving.PanelServing | None, out: Any, demo: bool) -> None:
         from gpu_engine.console.demo import DemoFeeder
         from gpu_engine.publisher import SnapshotPublisher
 
         cfg = engine.config
         publisher = SnapshotPublisher(engine.tracker, cfg.engine_id)
-        engine.add_listener(cli.ProgressPrinter(engine.stats, self.stdout._out))
+        engine.add_listener(cli.ProgressPrinter(engine.stats, out))
         feeder = DemoFeeder() if demo else None
-        server = self._server(host, port, publisher, fleet=not self._no_fleet) if serve else None
+        if panel is not None:
+            panel.on_ready = partial(_publish_through, publisher)  # once the server's loop runs
         signals = {"count": 0}
         server_failed = False
 
@@ -138,6 +141,7 @@ class Command(BaseCommand):
             if signals["count"] > 1:
                 sys.stderr.write("second signal: exiting now (held leases will expire)\n")
                 sys.stderr.flush()
+                _release_ipc_now()
                 os._exit(128 + signum)
             sys.stderr.write(f"{signal.Signals(signum).name}: no new claims; finishing held jobs "
                              f"(up to {cfg.drain_secs:.0f}s, then returning them). Signal again to exit now.\n")
@@ -150,13 +154,13 @@ class Command(BaseCommand):
         runtime.set_local_tracker(engine.tracker, cfg.engine_id)
         try:
             engine.start()
-            if not serve:
+            if panel is None:
                 publisher.start()
             if feeder:
                 feeder.start()
-            if server is not None:
-                threading.Thread(target=self._stop_server_after, args=(engine,), daemon=True).start()
-                server.run()  # returns when the engine has stopped and the reactor is stopped
+            if panel is not None:
+                threading.Thread(target=_stop_server_after, args=(engine,), daemon=True).start()
+                panel.run()  # returns when the engine has stopped and the reactor is stopped
                 if not signals["count"] and not engine.wait(0):
                     # The server gave up on its own (e.g. lost the port): do not prove unseen.
                     server_failed = True
@@ -167,60 +171,33 @@ class Command(BaseCommand):
             if feeder:
                 feeder.stop()
             publisher.stop()
-            if serve:
-                from statuspanel.fleet.serving import stop_collector
-
-                stop_collector()
             runtime.set_local_tracker(None)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         with engine.stats.lock:
             done = sum(engine.stats.done_by_kind.values())
             failed = sum(engine.stats.failed_by_kind.values())
-        self.stdout.write(f"stopped: {done} proved, {failed} failed")
+            cancelled = sum(engine.stats.cancelled_by_kind.values())
+        stopped = f"stopped: {done} proved, {failed} failed" + (f", {cancelled} cancelled" if cancelled else "")
+        self.stdout.write(stopped)
         if engine.fatal_error is not None:
             raise CommandError(f"{engine.fatal_error}; held jobs were returned to the queue (see the log above)")
         if server_failed:
-            raise CommandError(f"the web server on {host}:{port} stopped unexpectedly; held jobs were returned")
+            raise CommandError(f"the web server on {panel.host}:{panel.port} stopped unexpectedly; "
+                               "held jobs were returned")
 
-    @staticmethod
-    def _check_bind(host: str, port: int) -> None:
-        """Fail before proving anything when the panel's address cannot be bound."""
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        try:
-            with socket.socket(family, socket.SOCK_STREAM) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                probe.bind((host, port))
-        except OSError as exc:
-            raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
-    def _server(self, host: str, port: int, publisher, *, fleet: bool = True):
-        """Daphne for the panel and API (with body limits and WebSocket back-pressure: vastmanager.server),
-        publishing onto its loop once it is listening (and the fleet collector's snapshots too, unless
-        --no-fleet)."""
-        from vastmanager.asgi import build_application
-        from vastmanager.server import build_server
+def _publish_through(publisher: Any, loop: Any) -> None:
+    """The serving ready hook: the publisher sends onto the server's loop (the in-memory layer needs it)."""
+    publisher.attach_loop(loop)
+    publisher.start()
 
-        def ready() -> None:
-            import asyncio
 
-            loop = asyncio.get_event_loop()
-            publisher.attach_loop(loop)
-            publisher.start()
-            if fleet:
-                from statuspanel.fleet.serving import start_collector
+def _stop_server_after(engine: Engine) -> None:
+    from twisted.internet import reactor
 
-                start_collector(loop)
-
-        # The application serves the panel's static files itself.
-        return build_server(build_application(), host, port, ready_callable=ready)
-
-    @staticmethod
-    def _stop_server_after(engine: Engine) -> None:
-        from twisted.internet import reactor
-
-        engine.wait()
-        reactor.callFromThread(reactor.stop)
+    engine.wait()
+    reactor.callFromThread(reactor.stop)
 
 
 def _non_negative_int(value: str) -> int:

@@ -194,11 +194,13 @@ class GrpcStatusClient:
 def parse(method: str, body: bytes) -> Any:
     """`body` decoded as `method`'s response message, or `malformed` (`not-protobuf`) in the decoder's words."""
     _, pb, _ = proto()
+    from google.protobuf.message import DecodeError  # loaded with the stubs: only where gRPC sources exist
+
     response_type = {"GetStatus": pb.GetStatusResponse, "GetMetrics": pb.GetMetricsResponse}[method]
     response = response_type()
     try:
         response.ParseFromString(body)
-    except Exception as exc:  # protobuf's DecodeError, whatever module it comes from
+    except DecodeError as exc:  # both protobuf implementations raise it
         raise Malformed(f"not protobuf: the {method} answer is no {response_type.__name__} ({str(exc)[:120]})",
                         reason="not-protobuf") from None
     return response

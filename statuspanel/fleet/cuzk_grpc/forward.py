@@ -50,7 +50,7 @@ class SshForwarder:
         try:
             try:
                 stream = await self.backend.connect_tcp(self.host, self.port, timeout=self.timeout)
-            except Exception as exc:  # kept for the poll's reason; grpcio sees the socket close
+            except Exception as exc:  # noqa: BLE001 - any failure is kept for the poll's reason; grpcio sees the socket close
                 self.last_error = exc
                 return
             self.last_error = None
