@@ -90,8 +90,8 @@ class FleetCollector:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self.states: dict[str, SourceState] = {}        # by source name
-        self._tasks: dict[str, asyncio.Task] = {}
-        self._clients: dict[str, Any] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._clients: dict[str, httpx.AsyncClient | grpc_source.CuzkGrpcSource] = {}
         self.reloads = 0
         self.published = 0
 
@@ -101,11 +101,11 @@ class FleetCollector:
         self.delivery.attach_loop(loop)
 
     @property
-    def channel_layer(self):
+    def channel_layer(self) -> BaseChannelLayer | None:
         return self.delivery.channel_layer
 
     @property
-    def cache(self):
+    def cache(self) -> BaseCache:
         return self.delivery.cache
 
     @property

@@ -46,14 +46,14 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
-def live_queue_depth(snap: dict[str, Any] | None) -> int | None:
+def live_queue_depth(snap: SnapshotDocument | None) -> int | None:
     """The queue depth of the engine's latest snapshot (the queue chart's "now")."""
     counters = (snap or {}).get("counters")
     depth = counters.get("queue_depth") if isinstance(counters, dict) else None
     return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
 
 
-def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
+def activity_context(engine_id: str, snap: SnapshotDocument | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     return {"engine_id": engine_id, "tl": build_timeline(snap, engine_id, window),
             "windows": list(WINDOWS), "throughput": charts.throughput(engine_id),

@@ -61,7 +61,7 @@ def render_engine(snap: SnapshotDocument) -> str:
     return render_engine_with_tally(snap)[0]
 
 
-def render_too_large(snap: dict[str, Any], tally: dict[str, Any], size: int, limit: int) -> str:
+def render_too_large(snap: SnapshotDocument, tally: dict[str, Any], size: int, limit: int) -> str:
     """The small section of an engine whose frame would not fit even summarised: its header, the
     tally of the whole snapshot (the fleet summary still counts it), and where the data is."""
     ctx = engine_context(snap)
@@ -140,8 +140,8 @@ def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[
     return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()], not_run
 
 
-def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(),
-                     snap: dict[str, Any] | None = None) -> dict[str, Any]:
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
+                     snap: SnapshotDocument | None = None) -> dict[str, Any]:
     """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about.
     At most PANEL_MAX_PARTITION_CELLS cells are built; counts and totals cover every partition."""
     job_id = str(pipe.get("job_id") or "")
@@ -240,7 +240,8 @@ def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str
             for part in summary.dicts(pipe.get("partitions")):
                 state = str(part.get("state") or PENDING)
                 phase_counts[state] = phase_counts.get(state, 0) + 1
-    synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
+    synth_raw = snap.get("synthesis")
+    synth: dict[str, Any] = synth_raw if isinstance(synth_raw, dict) else {}
     heartbeat = num(snap.get("heartbeat_secs"))
     published = num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
