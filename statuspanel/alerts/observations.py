@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.tracker.consistency import check_consistency
 from statuspanel.alerts.facts import percentile
 from statuspanel.alerts.rules import OPEN_PHASES, Failure, engine_of, is_fleet

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.vocabulary import IDLE
 from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES

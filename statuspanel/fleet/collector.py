@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from channels.layers import BaseChannelLayer
     from django.core.cache.backends.base import BaseCache
 
-    from gpu_engine.schema import Snapshot, SourceSnapshot
+    from gpu_engine.schema import SourceSnapshot
 
 log = logging.getLogger(__name__)
 
