@@ -118,7 +118,7 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
 
 def _rows(values: dict[str, list[float]], hist: buckets.Histogram | None = None) -> list[dict[str, Any]]:
     """Latency rows by kind from exact `values`, or from a histogram `hist` of (value, count)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for kind in sorted(hist if hist is not None else values, key=lambda k: (kind_class(k), k)):
         if hist is not None:
             p50, p95 = buckets.histogram_percentile(hist[kind], 0.50), buckets.histogram_percentile(hist[kind], 0.95)
