@@ -60,6 +60,7 @@ run: venv
 
 test: testenv browser sshd promtool nodetools
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The lent GPU machine (docs/GPU.md). `gpu-wheelhouse` runs here, with the package registries: it fills

@@ -21,7 +21,8 @@ from gpu_engine.kinds import PROOF_KINDS, get_kind, kind_label
 from gpu_engine.models import KIND_CHOICES, Circuit, EngineHost, JobStatus, PartitionRun, ProofJob
 
 
-def _bundle_response(payload: dict, filename: str) -> HttpResponse:
+def _bundle_response(payload: object, filename: str) -> HttpResponse:
+    """`payload` as a JSON download (a bundle, or job id -> bundle)."""
     response = HttpResponse(json.dumps(payload, indent=1), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
@@ -37,7 +38,7 @@ class ProofJobForm(forms.ModelForm):
 
     class Meta:
         model = ProofJob
-        fields = ("priority",)
+        fields: tuple[str, ...] = ("priority",)
 
     def _checked(self, name: str, check) -> object:
         value = self.cleaned_data.get(name)

@@ -26,7 +26,10 @@ import logging
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpu_engine.schema import Snapshot
 
 from gpu_engine.wire import STATUS_GROUP, default_cache, register_engine, store_snapshot
 
@@ -63,7 +66,7 @@ class Delivery:
         self._cache = cache
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._private_loop: asyncio.AbstractEventLoop | None = None
-        self._inflight: dict[str, concurrent.futures.Future | asyncio.Future] = {}
+        self._inflight: dict[str, concurrent.futures.Future[None] | asyncio.Future[None]] = {}
         self._registered: dict[str, float] = {}
         self._closing = False
         self.errors = 0
@@ -86,9 +89,11 @@ class Delivery:
         return self._cache if self._cache is not None else default_cache()
 
     # -- delivering -----------------------------------------------------------------------------
-    def store(self, snap: dict[str, Any]) -> None:
+    def store(self, snap: Snapshot) -> None:
         """Keep `snap` as its engine's latest (live for two heartbeats); register the engine once a heartbeat."""
         cache, engine_id, now = self.cache, snap["engine_id"], time.time()
+        if engine_id is None:
+            raise ValueError("a snapshot is stored under its engine id: stamp engine_id first")
         store_snapshot(cache, snap, snap["heartbeat_secs"])
         if now - self._registered.get(engine_id, 0.0) >= snap["heartbeat_secs"]:
             register_engine(cache, engine_id, now)
@@ -113,6 +118,7 @@ class Delivery:
             return
         if not self._make_room(engine_id, blocking_allowed=running is None):
             return
+        future: concurrent.futures.Future[None] | asyncio.Future[None]
         if target is not None:
             future = asyncio.run_coroutine_threadsafe(layer.group_send(self.group, message), target)
         else:
@@ -170,7 +176,7 @@ class Delivery:
         if not done:
             future.cancel()  # timed out: counted (or not: the policy) and logged by _sent, like a failure
 
-    def _sent(self, engine_id: str, future: concurrent.futures.Future | asyncio.Future) -> None:
+    def _sent(self, engine_id: str, future: concurrent.futures.Future[None] | asyncio.Future[None]) -> None:
         if future.cancelled():
             if self.policy.cancelled_is_error and not self._closing:
                 self.errors += 1

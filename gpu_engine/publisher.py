@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -23,6 +23,10 @@ from gpu_engine.delivery import Busy, Delivery, SendPolicy
 from gpu_engine.wire import snapshot_key, snapshot_message, validate_engine_id
 
 if TYPE_CHECKING:
+    from channels.layers import BaseChannelLayer
+    from django.core.cache.backends.base import BaseCache
+
+    from gpu_engine.schema import Snapshot
     from gpu_engine.tracker import StatusTracker
 
 # A thread of its own may block on a busy send; a cancel there is its own timeout, so an error.
@@ -41,8 +45,8 @@ class SnapshotPublisher:
         *,
         max_rate: float = 10.0,
         heartbeat_secs: float | None = None,
-        channel_layer=None,
-        cache=None,
+        channel_layer: BaseChannelLayer | None = None,
+        cache: BaseCache | None = None,
     ) -> None:
         if max_rate <= 0:
             raise ValueError(f"max_rate must be positive, got {max_rate}")
@@ -134,12 +138,12 @@ class SnapshotPublisher:
             self.delivery.failed(self.engine_id)
 
     # -- one publish ----------------------------------------------------------------------------
-    def publish_now(self) -> dict[str, Any]:
+    def publish_now(self) -> Snapshot:
         """Take, stamp, store and send one snapshot; returns it. Called by the thread (or a test)."""
         cache = self.cache
         if not self._seeded:
-            previous = cache.get(snapshot_key(self.engine_id))
-            if isinstance(previous, dict) and isinstance(previous.get("seq"), int):
+            previous: Snapshot | None = cache.get(snapshot_key(self.engine_id))  # only store_snapshot writes it
+            if previous is not None:
                 self._seq = max(self._seq, previous["seq"])
             self._seeded = True
         snap = self.tracker.snapshot()

@@ -5,9 +5,10 @@ gpu_engine never imports statuspanel; statuspanel asks here for this process's t
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gpu_engine.schema import Snapshot
     from gpu_engine.tracker import StatusTracker
 
 _lock = threading.Lock()
@@ -29,7 +30,7 @@ def local_engine_id() -> str | None:
     return _engine_id
 
 
-def local_snapshot() -> dict[str, Any] | None:
+def local_snapshot() -> Snapshot | None:
     """This process's engine snapshot stamped with its engine id, or None when no engine runs here."""
     tracker, engine_id = _tracker, _engine_id
     if tracker is None:

@@ -10,6 +10,7 @@ The key lists in `gpu_engine/vocabulary.py` are derived from these types.
 """
 # No `from __future__ import annotations` here: TypedDict reads NotRequired from evaluated annotations
 # (postponed ones hide it on Python 3.11), and the key lists are derived at import time.
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 
@@ -93,8 +94,8 @@ class Snapshot(TypedDict):
     engine_id: str | None
     seq: int
     generated_at: str
-    uptime_secs: float
-    backend: str
+    uptime_secs: float | None
+    backend: str | None
     memory: Memory
     synthesis: Synthesis
     pipelines: list[Pipeline]
@@ -111,6 +112,18 @@ class Snapshot(TypedDict):
     partitions_visible: NotRequired[bool]
     published_at: NotRequired[float]
     heartbeat_secs: NotRequired[float]
+
+
+class SourceSnapshot(Snapshot):
+    """A fleet source's snapshot (docs/FLEET.md): a vastmanager source also names the remote engine's
+    own id."""
+    remote_engine_id: NotRequired[str | None]
+
+
+# A snapshot as a reader of possibly foreign documents takes it (the panel's render builders): ours,
+# a fleet source's, or a document read as is (a cuzk `/status` lacks keys ours always sends), so such
+# a reader checks every key it reads.
+SnapshotDocument = Mapping[str, Any]
 
 
 def required_keys(shape: type) -> tuple[str, ...]:

@@ -2,14 +2,25 @@
 every state change of a source listed (when did host X drop)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from statuspanel.fleet.forms import SourceForm
 from statuspanel.models import Source, SourceEvent
 
+# The stubs' generic admin classes, which Django's own are not at run time.
+if TYPE_CHECKING:
+    _EventInline = admin.TabularInline[SourceEvent, Source]
+    _SourceAdmin = admin.ModelAdmin[Source]
+    _EventAdmin = admin.ModelAdmin[SourceEvent]
+else:
+    _EventInline, _SourceAdmin, _EventAdmin = admin.TabularInline, admin.ModelAdmin, admin.ModelAdmin
 
-class SourceEventInline(admin.TabularInline):
+
+class SourceEventInline(_EventInline):
     model = SourceEvent
     extra = 0
     can_delete = False
@@ -18,15 +29,15 @@ class SourceEventInline(admin.TabularInline):
     ordering = ("-at", "-id")
     max_num = 0
 
-    def get_queryset(self, request: HttpRequest):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SourceEvent]:
         return super().get_queryset(request).order_by("-at", "-id")
 
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Source | None = None) -> bool:
         return False
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(_SourceAdmin):
     form = SourceForm
     list_display = ("name", "kind", "transport", "target", "interval_secs", "enabled", "state", "state_since",
                     "has_token", "last_error")
@@ -54,7 +65,7 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(SourceEvent)
-class SourceEventAdmin(admin.ModelAdmin):
+class SourceEventAdmin(_EventAdmin):
     list_display = ("source_name", "at", "previous", "state", "reason", "error")
     list_filter = ("state", "reason", "source_name")
     search_fields = ("source_name", "error")
@@ -64,5 +75,5 @@ class SourceEventAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: SourceEvent | None = None) -> bool:
         return False

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hmac
 from functools import wraps
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model, login, logout
@@ -26,6 +27,9 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
 from vastmanager.env import persistent_secret
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 SERVICE_USERNAME = "vastmanager"
 TOKEN_FILE = "api_token"
@@ -38,7 +42,7 @@ def token_from_environment() -> bool:
     return bool(getattr(settings, "VASTMANAGER_TOKEN", "") or "")
 
 
-def token_file():
+def token_file() -> Path:
     return settings.DATA_DIR / TOKEN_FILE
 
 
@@ -183,7 +187,7 @@ def status_auth_required(view: Callable[..., HttpResponse]) -> Callable[..., Htt
     return _guarded(view, read_only=True)
 
 
-def service_user():
+def service_user() -> User:
     """The account a token login becomes: the operator holding the token runs this engine."""
     User = get_user_model()  # noqa: N806 - Django's idiom for the user model class
     user, created = User.objects.get_or_create(

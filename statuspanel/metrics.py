@@ -17,7 +17,7 @@ from django.db import DatabaseError
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +30,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from gpu_engine import tallies
 from gpu_engine.validation import valid_kinds
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
+from gpu_engine.schema import Snapshot
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE
 from statuspanel.alerts.metrics import alert_metrics
@@ -39,7 +40,7 @@ from statuspanel.render.engine import engine_id_of
 from statuspanel.render.numbers import num
 
 P = "vastmanager_"
-_OUTCOMES = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
+_OUTCOMES: dict[str, str] = {JobStatus.DONE: "completed", JobStatus.FAILED: "failed", JobStatus.CANCELLED: "cancelled"}
 OTHER = "other"                 # the label value of any state or kind outside the known vocabulary
 LABEL_MAX_CHARS = 64            # free text from remote data (GPU names) is cut to this
 DEFAULT_MAX_SERIES_PER_ENGINE = 1000
@@ -58,14 +59,15 @@ def _known_kinds() -> frozenset[str]:
         return frozenset(valid_kinds())
 
 
-def _snapshots() -> list[dict[str, Any]]:
+def _snapshots() -> list[Snapshot]:
     return current_snapshots()[0]
 
 
 class SnapshotCollector:
     """Collects one scrape: live series from `snapshots()`, counters and histograms from the tallies."""
 
-    def __init__(self, snapshots=_snapshots, clock=time.time, max_series_per_engine: int | None = None) -> None:
+    def __init__(self, snapshots: Callable[[], list[Snapshot]] = _snapshots,
+                 clock: Callable[[], float] = time.time, max_series_per_engine: int | None = None) -> None:
         self.snapshots, self.clock = snapshots, clock
         if max_series_per_engine is None:
             max_series_per_engine = int(getattr(settings, "METRICS_MAX_SERIES_PER_ENGINE",
@@ -80,7 +82,7 @@ class SnapshotCollector:
         yield from self._cost(snaps)
         yield from alert_metrics()
 
-    def _live(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:  # noqa: C901 - one pass over each snapshot fills every live family
+    def _live(self, snaps: list[Snapshot]) -> Iterator[Metric]:  # noqa: C901 - one pass over each snapshot fills every live family
         now = self.clock()
         up = GaugeMetricFamily(P + "engine_up", "1 for every engine whose snapshot is live", labels=["engine"])
         hb = GaugeMetricFamily(P + "publisher_heartbeat_age_seconds",
@@ -118,14 +120,14 @@ class SnapshotCollector:
             e = engine_id_of(snap)
             budget, left_out = self.max_series, 0
             up.add_metric([e], 1)
-            published = num(snap.get("published_at"))
+            published = snap.get("published_at")
             if published is not None:
                 hb.add_metric([e], max(0.0, now - published))
+            # Every snapshot here is ours or the fleet adapter's (which checked each field's type), so
+            # the snapshot's types hold: only the values the schema allows to be null are checked.
             by_state: Counter[str] = Counter({s: 0 for s in WORKER_STATES})
-            for w in snap.get("gpu_workers") or []:
-                if not isinstance(w, dict):
-                    continue
-                state, wid, gpu = fold(w.get("state"), states), str(w.get("worker_id")), str(w.get("gpu_ordinal", ""))
+            for w in snap["gpu_workers"]:
+                state, wid, gpu = fold(w["state"], states), str(w["worker_id"]), str(w["gpu_ordinal"])
                 by_state[state] += 1
                 labels_of_state = sorted(states | {state})
                 cost = len(labels_of_state) + 1
@@ -135,43 +137,32 @@ class SnapshotCollector:
                 budget -= cost
                 for s in labels_of_state:
                     wstate.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS], s], 1 if s == state else 0)
-                wbusy.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS]], num(w.get("busy_secs")) or 0.0)
+                wbusy.add_metric([e, wid[:LABEL_MAX_CHARS], gpu[:LABEL_MAX_CHARS]], w["busy_secs"])
             for state, n in sorted(by_state.items()):
                 workers.add_metric([e, state], n)
             phase_counts: Counter[tuple[str, str]] = Counter()
-            for pipe in snap.get("pipelines") or []:
-                if isinstance(pipe, dict):
-                    kind = fold(pipe.get("proof_kind"), kinds)
-                    for part in pipe.get("partitions") or []:
-                        if isinstance(part, dict):
-                            phase_counts[(kind, str(part.get("state") or ""))] += 1
+            for pipe in snap["pipelines"]:
+                kind = fold(pipe["proof_kind"], kinds)
+                for part in pipe["partitions"]:
+                    phase_counts[(kind, part["state"])] += 1
             for kind in sorted({k for k, _ in phase_counts}):
                 for phase in PHASES:
                     parts.add_metric([e, kind, phase], phase_counts.get((kind, phase), 0))
-            counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
-            if num(counters.get("queue_depth")) is not None:
-                queue.add_metric([e], counters["queue_depth"])
-            mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
-            if num(mem.get("used_bytes")) is not None:
-                mem_used.add_metric([e], mem["used_bytes"])
-            if num(mem.get("total_bytes")) is not None:
-                mem_total.add_metric([e], mem["total_bytes"])
-            syn = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
-            if num(syn.get("active")) is not None:
-                synth.add_metric([e], syn["active"])
-            for g in snap.get("gpus") or []:
-                if not isinstance(g, dict):
-                    continue
-                labels = [e, str(g.get("ordinal"))[:LABEL_MAX_CHARS], str(g.get("name") or "")[:LABEL_MAX_CHARS]]
-                readings = [(fam, key, scale) for fam, key, scale in (
-                    (g_util, "util_pct", 0.01), (g_used, "mem_used_bytes", 1), (g_total, "mem_total_bytes", 1),
-                    (g_temp, "temp_c", 1), (g_power, "power_w", 1)) if num(g.get(key)) is not None]
+            queue.add_metric([e], snap["counters"]["queue_depth"])
+            mem_used.add_metric([e], snap["memory"]["used_bytes"])
+            mem_total.add_metric([e], snap["memory"]["total_bytes"])
+            synth.add_metric([e], snap["synthesis"]["active"])
+            for g in snap["gpus"]:
+                labels = [e, str(g["ordinal"])[:LABEL_MAX_CHARS], (g["name"] or "")[:LABEL_MAX_CHARS]]
+                readings = [(fam, value, scale) for fam, value, scale in (
+                    (g_util, g["util_pct"], 0.01), (g_used, g["mem_used_bytes"], 1), (g_total, g["mem_total_bytes"], 1),
+                    (g_temp, g["temp_c"], 1), (g_power, g["power_w"], 1)) if value is not None]
                 if len(readings) > budget:
                     left_out += len(readings)
                     continue
                 budget -= len(readings)
-                for fam, key, scale in readings:
-                    fam.add_metric(labels, float(g[key]) * scale)
+                for fam, value, scale in readings:
+                    fam.add_metric(labels, float(value) * scale)
             source = snap.get("source")
             if isinstance(source, dict):  # a fleet-collected engine: how its poll went
                 labels = [e, str(source.get("kind") or ""), str(source.get("transport") or "")]

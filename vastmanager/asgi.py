@@ -8,15 +8,19 @@ WebSocket back-pressure; under another ASGI server the guards here still answer 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
 
 from django.core.asgi import get_asgi_application  # the settings module must be chosen first
 
+if TYPE_CHECKING:
+    from channels.routing import ProtocolTypeRouter
+
 django_asgi_app = get_asgi_application()
 
 
-def build_application():
+def build_application() -> ProtocolTypeRouter:
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter, URLRouter
 

@@ -15,6 +15,7 @@ Two places apply the same limits:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
@@ -92,7 +93,7 @@ def declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]  # a message is a dict; apps may declare Mapping
 
 
 class BodyLimitMiddleware:

@@ -104,7 +104,9 @@ class LimitedRequest(WebRequest):
             half_close()
         else:
             transport.loseConnection()
-        self._linger_call = reactor.callLater(LINGER_SECS, self._abort)
+        # zope interface methods are declared without self, so without a zope plugin mypy reads
+        # the reactor's callLater as unbound
+        self._linger_call = reactor.callLater(LINGER_SECS, self._abort)  # type: ignore[arg-type]
         log.info("refused a request body over %d bytes for %s", self.limit,
                  urlsplit(getattr(self.channel, "_path", b"/").decode("latin-1")).path)
 
@@ -202,7 +204,7 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
         log.info("dropping slow WebSocket client %s: %s", self.client_addr, why)
         if self.state == self.STATE_OPEN:
             self.sendClose(code=CLOSE_TOO_SLOW, reason=f"client too slow: {why}")
-        reactor.callLater(1.0, self._abort)
+        reactor.callLater(1.0, self._abort)  # type: ignore[arg-type]  # unbound to mypy, as above
 
     def _abort(self) -> None:
         if self.transport is not None and self.state != self.STATE_CLOSED:

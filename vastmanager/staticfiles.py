@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.exceptions import SuspiciousFileOperation
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest
 
 
 class StaticFilesHandler(ASGIStaticFilesHandler):
-    def serve(self, request: HttpRequest) -> HttpResponse:
+    def serve(self, request: HttpRequest) -> FileResponse:
         try:
             return super().serve(request)
         except SuspiciousFileOperation:

@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from gpu_engine.backends import launch as launch_rules
 from gpu_engine.backends.device_plan import MsmPlan, NttPlan
 from gpu_engine.backends.errors import GPU_EXTRA_HINT, BackendUnavailable, DeviceError
 from gpu_engine.backends.launch import DEFAULT_BLOCK, FIXED_BLOCK_KERNELS  # noqa: F401 - used by gpucheck
+
+if TYPE_CHECKING:
+    from gpu_engine.backends.cpu import CpuBackend
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 MODULES = ("ntt.cu", "msm.cu")
@@ -212,8 +215,8 @@ class CudaBackend:
         self.gpu_ordinal = gpu_ordinal
         self.window = window
         self._thread = threading.get_ident()
-        self._ctx = None
-        self._cpu = None
+        self._ctx: Any = None  # PyCUDA's context (the library is untyped)
+        self._cpu: CpuBackend | None = None
         self.ops: CudaOps | None = None
         self._open()
 
@@ -320,6 +323,7 @@ class CudaBackend:
     def synchronize(self) -> None:
         self._ready()
         with self._errors("synchronizing"):
+            assert self.ops is not None  # _ready opened the device
             self.ops.synchronize()
 
     def _drop_context(self) -> None:
@@ -332,7 +336,7 @@ class CudaBackend:
 
     def _release(self) -> list[str]:
         """Free what can be freed, release the context, leave the device's registry."""
-        failed = self._free_device_memory() if self._ctx is not None else []
+        failed: list[str] = self._free_device_memory() if self._ctx is not None else []
         self._drop_context()
         self.ops = None
         cuda_devices.leave(self.gpu_ordinal, self)

@@ -244,15 +244,14 @@ class MsmPlan:
 
     def load_bases(self, points: Sequence[Any] | np.ndarray, key: str | None) -> Any:
         """Upload affine bases (G1Points, or limbs packed by `limbs.pack_g1_affine`)."""
-        packed = isinstance(points, np.ndarray)
-        n = points.size // 24 if packed else len(points)
+        n = points.size // 24 if isinstance(points, np.ndarray) else len(points)
         if key is not None and key in self._bases and self._bases[key][1] == n:
             self._bases[key] = self._bases.pop(key)  # most recently used last
             return self._bases[key][0]
         self.plan(n, key)  # room for these bases next to the working set, or a clear refusal
         tag = f"bases:{key}" if key is not None else "bases:-"
         buf = self.ops.buffer(tag, n * AFFINE_BYTES)
-        self.ops.upload(buf, points if packed else limbs.pack_g1_affine(points))
+        self.ops.upload(buf, points if isinstance(points, np.ndarray) else limbs.pack_g1_affine(points))
         self.ops.launch("fp_to_mont_kernel", 2 * n, buf, 2 * n)
         if key is not None:
             self._bases.pop(key, None)
@@ -272,8 +271,7 @@ class MsmPlan:
         """sum scalars[i] * bases[i]; returns the XYZZ result in Montgomery form (48 u32).
 
         `scalars` are canonical ints, or their limbs already packed by `limbs.pack_fr`."""
-        packed = isinstance(scalars, np.ndarray)
-        count = scalars.size // 8 if packed else len(scalars)
+        count = scalars.size // 8 if isinstance(scalars, np.ndarray) else len(scalars)
         if count != n:
             raise ValueError(f"msm_g1 got {n} points and {count} scalars")
         ops = self.ops
@@ -287,7 +285,7 @@ class MsmPlan:
         log_seg, nseg = lay.log_seg, lay.nseg
 
         sc = ops.buffer("msm:scalars", n * FR_BYTES)
-        ops.upload(sc, scalars if packed else limbs.pack_fr(scalars))
+        ops.upload(sc, scalars if isinstance(scalars, np.ndarray) else limbs.pack_fr(scalars))
         keys = ops.buffer("msm:keys", total * 4)
         counts = ops.buffer("msm:counts", nbuckets * 4)
         offsets = ops.buffer("msm:offsets", nbuckets * 4)

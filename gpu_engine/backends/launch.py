@@ -105,5 +105,7 @@ def check(name: str, grid: int, block: int, args: Sequence[Any], is_buffer: Call
     else:
         return
     if grid != wanted:
-        what = "1 thread" if sig.single_thread else f"{sig.params[sig.range_param][1]}={int(args[sig.range_param])}"
+        param = sig.range_param  # not None here unless single_thread: it returned above otherwise
+        what = ("1 thread" if sig.single_thread or param is None
+                else f"{sig.params[param][1]}={int(args[param])}")
         raise LaunchError(f"{name}: a grid of {grid} blocks of {block} for {what}; it needs exactly {wanted}")

@@ -91,7 +91,8 @@ class CircuitForm(forms.Form):
         return path
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         try:
@@ -103,6 +104,8 @@ class CircuitForm(forms.Form):
 
     def _validate_files(self, data: dict[str, Any]) -> None:
         zkey_path = self._stage("zkey")
+        if zkey_path is None:  # a required field: clean() returns before this without one
+            raise forms.ValidationError({"zkey": "a .zkey file is required"})
         try:
             zkey = read_zkey(zkey_path.read_bytes())
         except CircomFormatError as exc:

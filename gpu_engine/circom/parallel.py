@@ -50,6 +50,7 @@ def msm_task(ref: CircuitRef, which: str, scalars: Sequence[int]) -> tuple[bytes
     key = load(ref)
     t0 = time.perf_counter()
     cpu = CpuBackend()
+    point: G1Point | G2Point
     if which == "b2":
         point = cpu.msm_g2(key.b_g2_support, scalars)
     elif which in G1_VECTORS:

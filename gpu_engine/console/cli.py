@@ -59,7 +59,9 @@ def gpu_list(value: str) -> str | list[int]:
 
 
 def resolve_devices(requested_backend: str, gpus: str | list[int]) -> tuple[str, list[int]]:
-    """The backend actually used and the device ordinals its workers bind to (ValueError if impossible)."""
+    """The backend actually used and the device ordinals its workers bind to (ValueError if impossible).
+
+    `gpus` is what `gpu_list` gives: "none", "auto" or a list of ordinals."""
     if gpus == "none":
         if requested_backend == "cuda":
             raise ValueError("--gpus none cannot be combined with --backend cuda")
@@ -67,9 +69,9 @@ def resolve_devices(requested_backend: str, gpus: str | list[int]) -> tuple[str,
     backend = backends.select_backend(requested_backend)
     if backend == "cpu":
         # The CPU backend stands in for devices: an explicit list just names them.
-        return backend, ([0] if gpus == "auto" else list(gpus))
+        return backend, ([0] if isinstance(gpus, str) else list(gpus))  # a str here is "auto"
     count = backends.device_count()
-    if gpus == "auto":
+    if isinstance(gpus, str):  # "auto"
         return backend, list(range(count))
     missing = [o for o in gpus if o >= count]
     if missing:

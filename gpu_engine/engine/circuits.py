@@ -60,7 +60,7 @@ class CircuitKinds:
             self._items[row.job_id] = (cj, ref)
         return ProofKind(circuit.name, circuit.label, row.total_partitions, PRIORITY_NORMAL, "normal")
 
-    def task(self, job_id: str, index: int) -> tuple[Callable[..., Any], tuple]:
+    def task(self, job_id: str, index: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         with self._lock:
             cj, ref = self._items[job_id]
         return circom_api.synthesize, (ref, job_id, index, str(item_path(cj, index)))

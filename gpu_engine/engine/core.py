@@ -110,14 +110,14 @@ class Engine:
         # Registered circuits join `params`, `refs` and `part_bytes` when their first job is claimed.
         circuits = CircuitKinds(self.params, refs, self.part_bytes, self.budget.total_bytes)
         self.ledger.listeners.append(lambda event: circuits.forget(event.job_id))
-        self.feeder = Feeder(cfg, self.ledger, self.work, self.run, self.g16.synthesize_partition,
-                             self.part_bytes, len(self.workers), circuits)
+        feeder = self.feeder = Feeder(cfg, self.ledger, self.work, self.run, self.g16.synthesize_partition,
+                                      self.part_bytes, len(self.workers), circuits)
         self.history.start()
         # GPU telemetry for the snapshot's `gpus` (about once a second; a no-op without NVML).
         self._telemetry = TelemetryPoller(self._publish_gpus)
         self._telemetry.start()
         spawn: list[tuple[Callable[[], None], str]] = [
-            (lambda: self.feeder.run_loop(on_exit=self._shutdown), "feeder"),
+            (lambda: feeder.run_loop(on_exit=self._shutdown), "feeder"),
             (self._heartbeat.run_loop, "heartbeat"),
         ]
         for wid, ordinal in self.workers:
@@ -157,12 +157,12 @@ class Engine:
     def active_jobs(self) -> list[str]:
         return self.ledger.active_ids()
 
-    def _publish_gpus(self, gpus: list[dict]) -> None:
+    def _publish_gpus(self, gpus: list[dict[str, Any]]) -> None:
         """A telemetry reading: to the snapshot, and into this minute's rollup."""
         self.tracker.set_gpus(gpus)
         self.rollup.add_gpus(gpus)
 
-    def _make_bundle(self, job: ActiveJob, proofs: list[Any]) -> dict:
+    def _make_bundle(self, job: ActiveJob, proofs: list[Any]) -> dict[str, Any]:
         return self.g16.make_bundle(job.kind, job.job_id, self.params[job.kind].vk, proofs)
 
     def _register_host(self) -> None:
@@ -181,10 +181,12 @@ class Engine:
             for thread in self._threads:
                 if thread.name.startswith("worker-"):
                     thread.join()
-            self._finalizers.shutdown()
+            if self._finalizers is not None:
+                self._finalizers.shutdown()
             if self.proving_pool is not None:
                 self.proving_pool.shutdown()
-            self.feeder.pool.shutdown()
+            if self.feeder is not None:
+                self.feeder.pool.shutdown()
             self._heartbeat.stop()
             if self._telemetry is not None:
                 self._telemetry.stop()

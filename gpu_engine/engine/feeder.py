@@ -6,6 +6,7 @@ before synthesis and holds them until its settlement.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -153,14 +154,15 @@ class Feeder:
             if job.kind in PROOF_KINDS:
                 future = self.pool.submit(self._synthesize, job.kind, job.job_id, index, self.config.scale)
             else:
+                assert self._circuits is not None  # a circuit's job is only claimed through it
                 fn, args = self._circuits.task(job.job_id, index)
                 future = self.pool.submit(fn, *args)
         except (BrokenProcessPool, KeyError, OSError) as exc:
             self._synth_finished(work, exc)
             return
-        future.add_done_callback(lambda f, w=work: self._synth_finished(w, f))
+        future.add_done_callback(functools.partial(self._synth_finished, work))
 
-    def _synth_finished(self, work: Work, result: Future | BaseException) -> None:
+    def _synth_finished(self, work: Work, result: Future[Any] | BaseException) -> None:
         ledger = self.ledger
         work.synth_ended = time.time()
         self._slots.release()

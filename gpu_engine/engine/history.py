@@ -47,7 +47,7 @@ class HistoryWriter:
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, op: Callable[[], None]) -> None:
+    def submit(self, op: Callable[[], object]) -> None:
         """Run `op` in the writer thread, after everything submitted before it."""
         self._queue.put(op)
 

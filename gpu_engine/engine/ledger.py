@@ -38,7 +38,7 @@ _TRACKER_OUTCOME = {STOP_CANCELLED: "cancelled", STOP_LOST: "requeued", STOP_RET
 class Ledger:
     def __init__(self, config: EngineConfig, tracker: StatusTracker, budget: MemoryBudget,
                  history: HistoryWriter, stats: EngineStats, run: RunState,
-                 make_bundle: Callable[[ActiveJob, list[Any]], dict]) -> None:
+                 make_bundle: Callable[[ActiveJob, list[Any]], dict[str, Any]]) -> None:
         self.config, self.tracker, self.budget = config, tracker, budget
         self.history, self.stats, self.run = history, stats, run
         self._make_bundle = make_bundle
@@ -124,6 +124,7 @@ class Ledger:
                 queue.return_job(job.pk, self.config.engine_id)
             except Exception:  # the lease expires and the job is requeued anyway
                 log.exception("job %s: could not return it to the queue", job.job_id)
+            assert job.stop is not None  # set above, under the lock
             self._finished(job, False, job.stop[1])
 
     def _maybe_finish(self, job: ActiveJob) -> None:
@@ -159,6 +160,7 @@ class Ledger:
         self._finished(job, ok, error)
 
     def _store_stopped(self, job: ActiveJob) -> None:
+        assert job.stop is not None  # scheduled by _maybe_finish only once a stop is set; it never clears
         reason, message = job.stop
         if reason == STOP_FAILED:
             queue.fail_job(job.pk, self.config.engine_id, message, job.timings())
@@ -168,7 +170,7 @@ class Ledger:
 
     def _finished(self, job: ActiveJob, success: bool, error: str) -> None:
         reason = job.stop[0] if job.stop is not None else None
-        outcome = _TRACKER_OUTCOME.get(reason) if not success else None
+        outcome = _TRACKER_OUTCOME.get(reason) if not success and reason is not None else None
         with self.lock:
             self.tracker.job_completed(job.job_id, success, outcome=outcome)
             self.active.pop(job.job_id, None)

@@ -18,10 +18,13 @@ import os
 import select
 import signal
 import threading
+import functools
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +143,7 @@ class ProcessPool:
         return ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=child_init,
                                    initargs=(os.getpid(), self._preload))
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Submit `fn(*args)`; raises BrokenProcessPool (after rebuilding) when the pool is broken."""
         with self._lock:
             if self._closed or self._executor is None:
@@ -155,10 +158,10 @@ class ProcessPool:
         except BaseException:
             self._settled(executor, None)
             raise
-        future.add_done_callback(lambda f, ex=executor: self._settled(ex, f))
+        future.add_done_callback(functools.partial(self._settled, executor))
         return future
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(*args)` in a child and wait for its result."""
         future = self.submit(fn, *args)
         try:
@@ -168,7 +171,7 @@ class ProcessPool:
         except BaseException as exc:  # e.g. a KeyboardInterrupt sent back: must not end the caller's thread
             raise RuntimeError(f"{self.name} process interrupted: {type(exc).__name__}: {exc}") from exc
 
-    def _settled(self, executor: ProcessPoolExecutor, future: Future | None) -> None:
+    def _settled(self, executor: ProcessPoolExecutor, future: Future[Any] | None) -> None:
         with self._lock:
             self._inflight -= 1
         broken = future is None and getattr(executor, "_broken", False)

@@ -17,9 +17,13 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterable
 
 from gpu_engine.engine.pools import BrokenProcessPool, ProcessPool
+
+if TYPE_CHECKING:
+    from gpu_engine.backends.cpu import CpuBackend
 
 __all__ = ["BrokenProcessPool", "ParamsRef", "ProvingPool", "default_size"]
 
@@ -48,22 +52,22 @@ def default_size(backend: str, workers: int, finalizers: int) -> int:
 
 # ---- child side (module-level functions, so they pickle by name) -----------------------------
 
-_child_backend: Any = None
+_child_backend: CpuBackend | None = None
 
 
-def system_for(ref: Any):
+def system_for(ref: Any) -> ModuleType:
     """The proof system's module for a ref: `groth16.api` for a built-in kind, `circom.api` for a
     registered circuit (a `CircuitRef`). Both offer prove_device, prove_finalize, verify_partition."""
     if isinstance(ref, ParamsRef):
-        from gpu_engine.groth16 import api
+        from gpu_engine.groth16 import api as groth16_api
 
-        return api
-    from gpu_engine.circom import api
+        return groth16_api
+    from gpu_engine.circom import api as circom_api
 
-    return api
+    return circom_api
 
 
-def _params(ref: Any):
+def _params(ref: Any) -> Any:
     if isinstance(ref, ParamsRef):
         from gpu_engine.groth16 import api
 
@@ -71,7 +75,7 @@ def _params(ref: Any):
     return system_for(ref).load(ref)
 
 
-def _backend():
+def _backend() -> CpuBackend:
     global _child_backend
     if _child_backend is None:
         from gpu_engine.backends.cpu import CpuBackend
@@ -85,11 +89,11 @@ def _preload(refs: tuple[ParamsRef, ...]) -> None:
         _params(ref)
 
 
-def _run_device(ref: Any, witness) -> tuple[Any, int]:
+def _run_device(ref: Any, witness: Any) -> tuple[Any, int]:
     return system_for(ref).prove_device(_params(ref), witness, _backend()), os.getpid()
 
 
-def _run_finalize(ref: Any, witness, device_out) -> tuple[Any, int]:
+def _run_finalize(ref: Any, witness: Any, device_out: Any) -> tuple[Any, int]:
     return system_for(ref).prove_finalize(_params(ref), witness, device_out, _backend()), os.getpid()
 
 
@@ -104,10 +108,10 @@ class ProvingPool(ProcessPool):
     def __init__(self, processes: int, preload: Iterable[ParamsRef] = ()) -> None:
         super().__init__("proving", processes, preload=functools.partial(_preload, tuple(preload)))
 
-    def prove_device(self, ref: ParamsRef, witness) -> tuple[Any, int]:
+    def prove_device(self, ref: ParamsRef, witness: Any) -> tuple[Any, int]:
         """(DeviceOutput, pid): H and the G1 MSMs on the CPU backend, in a child."""
         return self.call(_run_device, ref, witness)
 
-    def finalize(self, ref: ParamsRef, witness, device_out) -> tuple[Any, int]:
+    def finalize(self, ref: ParamsRef, witness: Any, device_out: Any) -> tuple[Any, int]:
         """(PartitionProof, pid): the G2 MSM and the assembly, in a child."""
         return self.call(_run_finalize, ref, witness, device_out)

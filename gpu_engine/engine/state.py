@@ -80,7 +80,7 @@ class Work:
         self.witness: Any = None
         self.synth_ms: float | None = None
         self.gpu_ms: float | None = None
-        self.worker_id = ""
+        self.worker_id: int | str = ""  # "" (as the history table keeps it) until a worker takes it
         self.gpu_ordinal: int | None = None
         self.synth_started: float | None = None
         self.synth_ended: float | None = None
@@ -109,7 +109,8 @@ class WorkQueue:
     STOP = object()
 
     def __init__(self) -> None:
-        self._queue: stdqueue.PriorityQueue = stdqueue.PriorityQueue()
+        # (sort key, Work or STOP); a STOP's key sorts after every real work's
+        self._queue: stdqueue.PriorityQueue[tuple[tuple[float, ...], Any]] = stdqueue.PriorityQueue()
         self._order = itertools.count()
 
     def put(self, work: Work) -> None:

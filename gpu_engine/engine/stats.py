@@ -18,7 +18,7 @@ class EngineStats:
         self.failed_by_kind: Counter[str] = Counter()
         self.cancelled_by_kind: Counter[str] = Counter()
         self.phase_ms: dict[str, list[float]] = defaultdict(list)
-        self.busy: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        self.busy: dict[int, list[tuple[float, float]]] = defaultdict(list)
         self.finish_times: list[tuple[float, str]] = []
         self.proved_in: dict[str, Counter[int]] = defaultdict(Counter)  # stage -> pid -> partitions
 
@@ -43,7 +43,7 @@ class EngineStats:
             by_outcome.get(event.outcome, self.failed_by_kind)[event.proof_kind] += 1
             self.finish_times.append((time.monotonic(), event.proof_kind))
 
-    def busy_fraction(self, start: float, end: float) -> dict[str, float]:
+    def busy_fraction(self, start: float, end: float) -> dict[int, float]:
         """Per worker: the share of [start, end] spent in the device part."""
         span = max(end - start, 1e-9)
         with self.lock:

@@ -47,7 +47,7 @@ class GpuTelemetry:
         except Exception:  # noqa: BLE001 - NVMLError_NotSupported and friends: unknown value
             return None
 
-    def poll(self) -> list[dict]:
+    def poll(self) -> list[dict[str, Any]]:
         """[{ordinal, name, util_pct, mem_used_bytes, mem_total_bytes, temp_c, power_w}]."""
         with self._lock:
             nv = self._nvml
@@ -88,7 +88,7 @@ class TelemetryPoller:
 
     Does nothing when NVML is unavailable, so an engine may always start one."""
 
-    def __init__(self, publish: Callable[[list[dict]], None], *, interval: float = 1.0,
+    def __init__(self, publish: Callable[[list[dict[str, Any]]], None], *, interval: float = 1.0,
                  telemetry: GpuTelemetry | None = None) -> None:
         self.publish = publish
         self.interval = interval

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import sys
+from typing import Callable
 
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv and not argv[0].startswith("-") else "check"
     rest = argv[1:] if argv and not argv[0].startswith("-") else argv
+    run: Callable[[list[str]], int]
     if command == "check":
         from gpu_engine.gpucheck.check import main as run
     elif command == "wheelhouse":

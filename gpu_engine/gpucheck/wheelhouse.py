@@ -237,13 +237,14 @@ def make(folder: Path, pycuda_spec: str) -> dict:
     sdist = next(folder.glob(f"{PYCUDA}-*.tar.gz"))
     build, runtime = _sdist_requirements(sdist)
     _binary(build + runtime + ["pip"], folder)  # pip: for a Python without ensurepip (see check.py)
+    files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.name != MANIFEST}
     manifest = {
         "python": TARGET_PYTHON, "abi": TARGET_ABI, "platforms": list(PLATFORMS),
         "imports": mapping, "requirements": requirements + runtime, "build_requirements": [*build, "pip"],
         "pycuda": sdist.name,
-        "files": {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.name != MANIFEST},
+        "files": files,
+        "total_bytes": sum(files.values()),
     }
-    manifest["total_bytes"] = sum(manifest["files"].values())
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 

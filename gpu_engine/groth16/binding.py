@@ -54,7 +54,7 @@ def check_bundle(bundle: object, vk: VerifyingKey, *, scale: int = 1) -> BundleC
     if spec is None:
         check.mismatches.append(f"proof_kind: unknown proof kind {kind!r}; valid kinds: {', '.join(PROOF_KINDS)}")
         return check
-    named = parse_fingerprint(bundle)  # type: ignore[arg-type] - parse_bundle proved it is a dict
+    named = parse_fingerprint(bundle)
     if named is None:
         check.notes.append("vk_fingerprint: absent (a bundle made before bundles named their key)")
     elif named != fingerprint:

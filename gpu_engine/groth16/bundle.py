@@ -121,8 +121,10 @@ def parse_vk(obj: object) -> VerifyingKey:
     )
 
 
-def parse_fingerprint(bundle: dict) -> str | None:
+def parse_fingerprint(bundle: object) -> str | None:
     """The key fingerprint a bundle names (None for bundles made before they named one)."""
+    if not isinstance(bundle, dict):
+        raise BundleFormatError(f"bundle: expected an object, got {type(bundle).__name__}")
     value = bundle.get("vk_fingerprint")
     if value is None:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
@@ -137,7 +138,7 @@ def load_params_bytes(raw: bytes, expected_shape_hash: str) -> Params:
     alpha = g1_from_bytes_unchecked(take(G1_LEN))
     beta2, gamma2, delta2 = (g2_from_bytes_unchecked(take(G2_LEN)) for _ in range(3))
     beta1, delta1 = g1_from_bytes_unchecked(take(G1_LEN)), g1_from_bytes_unchecked(take(G1_LEN))
-    vectors = {}
+    vectors: dict[str, list[Any]] = {}  # G1 or G2 points, as _VECTORS says per name
     for name, group in _VECTORS:
         size, dec = (G1_LEN, g1_from_bytes_unchecked) if group == 1 else (G2_LEN, g2_from_bytes_unchecked)
         vectors[name] = [dec(take(size)) for _ in range(counts[name])]

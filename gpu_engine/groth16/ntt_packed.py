@@ -111,7 +111,8 @@ def _simulate(n1: int, n2: int) -> tuple[list[int], list[int], int, int]:
     """Offsets per stage for both passes, the largest intermediate, and the output bound."""
     b = R - 1
     widest = 0
-    offs1, offs2 = [], []
+    offs1: list[int] = []
+    offs2: list[int] = []
     for size, offs in ((n1, offs1), (n2, None), (n2, offs2)):
         if offs is None:  # the twist: a slot is reduced once per low bit and once per chunk
             for _ in range(n2.bit_length()):

@@ -3,18 +3,27 @@ per-engine overrides (the forms' one rule set), notifiers with write-only URL an
 delivery with its attempts."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 
 from statuspanel.alerts.forms import NotifierForm, RuleOverrideForm, RuleSettingForm
 from statuspanel.alerts.models import Alert, Delivery, DeliveryAttempt, Notifier, RuleOverride, RuleSetting
 
+# The stubs' generic admin classes, which Django's own are not at run time.
+if TYPE_CHECKING:
+    _ModelAdmin = admin.ModelAdmin[Any]
+    _AttemptInline = admin.TabularInline[DeliveryAttempt, Delivery]
+else:
+    _ModelAdmin, _AttemptInline = admin.ModelAdmin, admin.TabularInline
 
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+
+class _ReadOnly(_ModelAdmin):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -28,13 +37,13 @@ class AlertAdmin(_ReadOnly):
 
 
 @admin.register(RuleSetting)
-class RuleSettingAdmin(admin.ModelAdmin):
+class RuleSettingAdmin(_ModelAdmin):
     form = RuleSettingForm
     list_display = ("rule", "enabled", "threshold", "for_secs")
 
 
 @admin.register(RuleOverride)
-class RuleOverrideAdmin(admin.ModelAdmin):
+class RuleOverrideAdmin(_ModelAdmin):
     form = RuleOverrideForm
     list_display = ("rule", "engine", "enabled", "threshold", "for_secs")
     list_filter = ("rule",)
@@ -42,7 +51,7 @@ class RuleOverrideAdmin(admin.ModelAdmin):
 
 
 @admin.register(Notifier)
-class NotifierAdmin(admin.ModelAdmin):
+class NotifierAdmin(_ModelAdmin):
     form = NotifierForm
     list_display = ("name", "kind", "target", "has_secret", "enabled", "created_at")
     list_filter = ("kind", "enabled")
@@ -59,7 +68,7 @@ class NotifierAdmin(admin.ModelAdmin):
         return bool(obj.secret)
 
 
-class AttemptInline(admin.TabularInline):
+class AttemptInline(_AttemptInline):
     model = DeliveryAttempt
     extra = 0
     max_num = 0

@@ -49,11 +49,13 @@ def failures(now: datetime, window_secs: float) -> dict[str, list[Failure]]:
     failed_jobs = set()
     for engine, job_id, error, at in jobs:
         failed_jobs.add(job_id)
+        if at is None:  # not after the filter on finished_at; the column is nullable
+            continue
         out[engine or "?"].append(Failure(_ts(at), f"job {job_id}", _short(error)))
     runs = (PartitionRun.objects.filter(state=PartitionState.FAILED, ended_at__gte=since)
             .values_list("engine_id", "job__job_id", "index", "error", "ended_at").order_by("ended_at")[:1000])
     for engine, job_id, index, error, at in runs:
-        if job_id in failed_jobs:  # a failed job's failing partition is one failure, not two
+        if job_id in failed_jobs or at is None:  # a failed job's failing partition is one failure, not two
             continue
         out[engine or "?"].append(Failure(_ts(at), f"{job_id}#{index}", _short(error)))
     return dict(out)

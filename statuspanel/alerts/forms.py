@@ -11,12 +11,21 @@ import math
 import re
 from urllib.parse import urlsplit
 
+from typing import TYPE_CHECKING, Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
 
 from statuspanel.alerts import specs
 from statuspanel.alerts.models import EMAIL, NOTIFIER_KINDS, SLACK, Notifier, RuleOverride, RuleSetting
+
+# The stubs' generic ModelForm, which Django's own class is not at run time.
+if TYPE_CHECKING:
+    _RuleModelForm = forms.ModelForm[Any]  # a rule setting or a rule override
+    _NotifierModelForm = forms.ModelForm[Notifier]
+else:
+    _RuleModelForm = _NotifierModelForm = forms.ModelForm
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MIN_SECRET_CHARS = 16
@@ -50,9 +59,10 @@ def check_for_secs(value: float | None) -> str | None:
     return None
 
 
-class _RuleFields(forms.ModelForm):
-    def clean(self) -> dict:
-        data = super().clean()
+class _RuleFields(_RuleModelForm):
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         rule = data.get("rule") or getattr(self.instance, "rule", None)
         if rule is not None:
             problem = check_threshold(rule, data.get("threshold"))
@@ -82,15 +92,16 @@ class RuleOverrideForm(_RuleFields):
                                   f"got {engine!r}")
         return engine
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         spec = specs.RULES.get(data.get("rule") or "")
         if spec is not None and not spec.per_engine:
             self.add_error("rule", f"{spec.name} is about the shared queue: it has no per-engine overrides")
         return data
 
 
-class NotifierForm(forms.ModelForm):
+class NotifierForm(_NotifierModelForm):
     url = forms.CharField(required=False, strip=True, max_length=1000, widget=forms.PasswordInput(render_value=False),
                           help_text="webhook / Slack: where to POST; write-only (empty on an edit keeps it)")
     secret = forms.CharField(required=False, strip=True, max_length=500, widget=forms.PasswordInput(render_value=False),
@@ -103,7 +114,7 @@ class NotifierForm(forms.ModelForm):
         model = Notifier
         fields = ("name", "kind", "url", "secret", "recipients", "enabled")
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initial["url"] = ""
         self.initial["secret"] = ""
@@ -134,8 +145,9 @@ class NotifierForm(forms.ModelForm):
             raise ValidationError(f"at most {MAX_RECIPIENTS} recipients")
         return list(dict.fromkeys(addresses))
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         kind = data.get("kind")
         editing = self.instance.pk is not None
         if not data.get("url") and editing and kind == self.instance.kind:
@@ -199,9 +211,9 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def form_errors(form: forms.Form) -> str:
+def form_errors(form: forms.BaseForm) -> str:
     lines = []
     for field_name, errors in form.errors.items():
         for message in errors:
-            lines.append(message if field_name == "__all__" else f"{field_name}: {message}")
+            lines.append(str(message) if field_name == "__all__" else f"{field_name}: {message}")
     return "\n".join(lines)

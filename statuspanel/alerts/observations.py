@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.tracker.consistency import check_consistency
 from statuspanel.alerts.facts import percentile
 from statuspanel.alerts.rules import OPEN_PHASES, Failure, engine_of, is_fleet
@@ -53,7 +54,7 @@ class Observations:
         for key in [k for k in self._open_phase if k[0] == engine]:
             del self._open_phase[key]
 
-    def _observe_consistency(self, engine: str, snap: dict[str, Any]) -> None:
+    def _observe_consistency(self, engine: str, snap: SnapshotDocument) -> None:
         problems = snap.get("consistency")
         if not isinstance(problems, list):
             problems = check_consistency(snap)
@@ -70,7 +71,7 @@ class Observations:
             count = self.streaks.get((engine, subject), (0, ""))[0]
             self.streaks[(engine, subject)] = (count + 1, message)
 
-    def _observe_failed(self, engine: str, snap: dict[str, Any], now: float, window_secs: float) -> None:
+    def _observe_failed(self, engine: str, snap: SnapshotDocument, now: float, window_secs: float) -> None:
         counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
         failed = counters.get("total_failed")
         if not isinstance(failed, int) or isinstance(failed, bool):
@@ -91,7 +92,7 @@ class Observations:
         at = samples[-1][0]
         return [Failure(at, "a job", "") for _ in range(count)]
 
-    def _observe_phases(self, engine: str, snap: dict[str, Any]) -> None:
+    def _observe_phases(self, engine: str, snap: SnapshotDocument) -> None:
         current: set[tuple[str, str, int]] = set()
         for pipe in snap.get("pipelines") or ():
             if not isinstance(pipe, dict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.vocabulary import IDLE
 from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES
@@ -67,19 +68,19 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _list(snap: dict[str, Any], key: str) -> list[dict[str, Any]]:
+def _list(snap: SnapshotDocument, key: str) -> list[dict[str, Any]]:
     return [x for x in (snap.get(key) or ()) if isinstance(x, dict)] if isinstance(snap.get(key), list) else []
 
 
-def engine_of(snap: dict[str, Any]) -> str:
+def engine_of(snap: SnapshotDocument) -> str:
     return str(snap.get("engine_id") or "?")
 
 
-def is_fleet(snap: dict[str, Any]) -> bool:
+def is_fleet(snap: SnapshotDocument) -> bool:
     return isinstance(snap.get("source"), dict)
 
 
-def _online(snap: dict[str, Any]) -> bool:
+def _online(snap: SnapshotDocument) -> bool:
     return not is_fleet(snap) or snap["source"].get("state") == "online"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES
@@ -17,7 +18,7 @@ from statuspanel.live import current_snapshots
 from statuspanel.render.numbers import num
 
 
-def local_source(snap: dict[str, Any], now: float) -> dict[str, Any]:
+def local_source(snap: SnapshotDocument, now: float) -> dict[str, Any]:
     """The `source` object of an engine that publishes itself (no collector in between)."""
     published, heartbeat = num(snap.get("published_at")), num(snap.get("heartbeat_secs"))
     age = None if published is None else round(max(0.0, now - published), 3)
@@ -26,7 +27,7 @@ def local_source(snap: dict[str, Any], now: float) -> dict[str, Any]:
             "error": None, "last_ok_secs_ago": age, "poll_ms": None}
 
 
-def fleet_entry(snap: dict[str, Any], now: float) -> dict[str, Any]:
+def fleet_entry(snap: SnapshotDocument, now: float) -> dict[str, Any]:
     entry = dict(snap)
     if not isinstance(entry.get("source"), dict):
         entry["source"] = local_source(snap, now)

@@ -90,6 +90,8 @@ def _submit(request: HttpRequest) -> JsonResponse:
         job, created = queue.submit_job(kind, body.get("job_id"), body.get("priority"))
         return JsonResponse(job.to_dict(), status=201 if created else 200)
     circuit = registry.get_circuit(kind)
+    if circuit is None:  # removed since _is_circuit looked
+        raise queue.JobError(f"proof kind {kind} is no longer registered")
     source, items = circuit_jobs.items_from_body(circuit, body)
     job, created = circuit_jobs.submit(circuit, source, items, body.get("job_id"), body.get("priority"))
     return JsonResponse(job.to_dict(), status=201 if created else 200)
@@ -111,12 +113,13 @@ def _submit_multipart(request: HttpRequest) -> JsonResponse:
     circuit = registry.get_circuit(kind)
     if circuit is None:
         raise queue.JobError(f"proof kind {kind} takes no batch file: only registered circuits do")
-    priority = post.get("priority")
-    if priority is not None:
+    raw_priority = post.get("priority")
+    priority: int | None = None
+    if raw_priority is not None:
         try:
-            priority = int(priority)
+            priority = int(raw_priority)
         except ValueError:
-            raise queue.JobError(f"priority must be an integer, got {priority!r}") from None
+            raise queue.JobError(f"priority must be an integer, got {raw_priority!r}") from None
     witnesses, inputs = files.getlist("witness"), files.getlist("inputs")
     if bool(witnesses) == bool(inputs):
         raise queue.JobError("send either one `inputs` file or `witness` files (one per partition)")

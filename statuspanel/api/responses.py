@@ -12,7 +12,7 @@ def error(message: str, code: int, **extra: Any) -> JsonResponse:
     return JsonResponse({"error": message, **extra}, status=code)
 
 
-def methods(*allowed: str) -> Callable:
+def methods(*allowed: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """Like require_http_methods, but answers 405 in JSON with an Allow header."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -70,13 +70,14 @@ def check_bounds(doc: Any, limits: SourceLimits) -> None:
         raise _too_large(workers, "workers", limits.workers, "FLEET_MAX_WORKERS")
     pipelines = doc.get("pipelines")
     if _length(pipelines) > limits.pipelines:
-        raise _too_large(len(pipelines), "pipelines", limits.pipelines, "FLEET_MAX_PIPELINES")
+        raise _too_large(_length(pipelines), "pipelines", limits.pipelines, "FLEET_MAX_PIPELINES")
     if isinstance(pipelines, list):
         partitions = sum(_length(p.get("partitions")) for p in pipelines if isinstance(p, dict))
         if partitions > limits.partitions:
             raise _too_large(partitions, "partitions", limits.partitions, "FLEET_MAX_PARTITIONS")
-    counters = doc.get("counters") if isinstance(doc.get("counters"), dict) else {}
-    allocations = doc.get("allocations") if isinstance(doc.get("allocations"), dict) else {}
+    raw_counters, raw_allocations = doc.get("counters"), doc.get("allocations")
+    counters: dict[str, Any] = raw_counters if isinstance(raw_counters, dict) else {}
+    allocations: dict[str, Any] = raw_allocations if isinstance(raw_allocations, dict) else {}
     others = {"gpus": doc.get("gpus"), "buffers": doc.get("buffers"),
               "counters.completed_by_kind": counters.get("completed_by_kind"),
               "counters.failed_by_kind": counters.get("failed_by_kind"),

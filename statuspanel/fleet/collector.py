@@ -23,7 +23,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpu_engine import wire
 from gpu_engine.delivery import Busy, Delivery, SendPolicy
@@ -38,6 +38,13 @@ from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, deco
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
 
+if TYPE_CHECKING:
+    import httpx
+    from channels.layers import BaseChannelLayer
+    from django.core.cache.backends.base import BaseCache
+
+    from gpu_engine.schema import SourceSnapshot
+
 log = logging.getLogger(__name__)
 
 TICK_SECS = 0.25          # how often stale states and heartbeats are refreshed
@@ -51,7 +58,8 @@ class FleetCollector:
     """Polls the fleet; `start()` runs it in a thread of its own, `stop()` ends it."""
 
     def __init__(self, *, reload_secs: float = 2.0, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
-                 channel_layer=None, cache=None, load_sources: Callable[[], list[SourceConfig]] | None = None,
+                 channel_layer: BaseChannelLayer | None = None, cache: BaseCache | None = None,
+                 load_sources: Callable[[], list[SourceConfig]] | None = None,
                  record_state_change: Callable[..., None] | None = None, threads: int = 4,
                  event_retention_days: float | None = None, limits: SourceLimits | None = None,
                  history: FleetHistory | None = None) -> None:
@@ -87,8 +95,8 @@ class FleetCollector:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self.states: dict[str, SourceState] = {}        # by source name
-        self._tasks: dict[str, asyncio.Task] = {}
-        self._clients: dict[str, Any] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._clients: dict[str, httpx.AsyncClient | grpc_source.CuzkGrpcSource] = {}
         self.reloads = 0
         self.published = 0
 
@@ -98,11 +106,11 @@ class FleetCollector:
         self.delivery.attach_loop(loop)
 
     @property
-    def channel_layer(self):
+    def channel_layer(self) -> BaseChannelLayer | None:
         return self.delivery.channel_layer
 
     @property
-    def cache(self):
+    def cache(self) -> BaseCache:
         return self.delivery.cache
 
     @property
@@ -226,7 +234,7 @@ class FleetCollector:
             await self._in_thread(wire.forget_engine, self.cache, name)
 
     # -- polling --------------------------------------------------------------------------------
-    async def _poll_forever(self, name: str, client) -> None:
+    async def _poll_forever(self, name: str, client: httpx.AsyncClient | grpc_source.CuzkGrpcSource) -> None:
         state = self.states[name]
         while True:
             cfg = state.cfg
@@ -239,11 +247,14 @@ class FleetCollector:
                 delay = backoff_delay(cfg, state.failures)
             await asyncio.sleep(max(delay, 0.05))
 
-    async def _poll_once(self, state: SourceState, client) -> None:
+    async def _poll_once(self, state: SourceState, client: httpx.AsyncClient | grpc_source.CuzkGrpcSource) -> None:
         cfg = state.cfg
         started = time.monotonic()
         try:
-            if cfg.grpc_target:  # a cuzk daemon's gRPC API (with its HTTP status, if polled too)
+            snap: SourceSnapshot
+            # a cuzk daemon's gRPC API (with its HTTP status, if polled too): _launch made its client
+            # for the source's gRPC target
+            if isinstance(client, grpc_source.CuzkGrpcSource):
                 snap = await grpc_source.poll(client, cfg, self.max_bytes, self.max_depth, self._in_thread,
                                               self.limits)
             else:
@@ -320,5 +331,5 @@ def _ms(started: float) -> float:
     return (time.monotonic() - started) * 1000.0
 
 
-def _without_pin(cfg: SourceConfig) -> tuple:
+def _without_pin(cfg: SourceConfig) -> tuple[Any, ...]:
     return tuple(getattr(cfg, f) for f in cfg.__dataclass_fields__ if f != "ssh_host_key")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_engine.schema import Gpu, GpuWorker, Partition, Pipeline, SourceSnapshot
+
 from gpu_engine.kinds import kind_label
 from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import DONE, ERROR, FAILED, IDLE, PENDING, PROVING, QUEUED, RUNNING
@@ -21,12 +23,13 @@ ALLOCATION_POOLS = ("srs", "pce")
 _ID = (int,)  # worker ids are ints, in cuzk and here
 
 
-def adapt_cuzk(doc: Any) -> dict[str, Any]:
-    """The panel snapshot for one cuzk status document (engine_id, seq and source are the collector's)."""
+def adapt_cuzk(doc: Any) -> SourceSnapshot:
+    """The panel snapshot for one cuzk status document (engine_id, seq, generated_at and source are
+    the collector's: `SourceState.snapshot` stamps them on every copy it publishes)."""
     if not isinstance(doc, dict):
         raise Malformed("the status document must be a JSON object", field="(document)")
     workers = [_worker(path, w) for path, w in objects(doc, "gpu_workers", "")]
-    held = {(w["current_job"], w["current_partition"]): w["worker_id"]
+    held: dict[tuple[str | None, int | None], int] = {(w["current_job"], w["current_partition"]): w["worker_id"]
             for w in workers if w["state"] == PROVING and w["current_job"] is not None}
     kinds: dict[str, str] = {}
     pipelines = [_pipeline(path, p, held, kinds) for path, p in objects(doc, "pipelines", "")]
@@ -39,10 +42,10 @@ def adapt_cuzk(doc: Any) -> dict[str, Any]:
     used = integer(memory, "used_bytes", "memory", default=0)
     synthesis = section(doc, "synthesis")
     counters = section(doc, "counters")
-    snap: dict[str, Any] = {
+    snap: SourceSnapshot = {
         "engine_id": None,
-        "seq": None,
-        "generated_at": None,
+        "seq": 0,
+        "generated_at": "",
         "uptime_secs": number(doc, "uptime_secs", "", default=0.0),
         "backend": field(doc, "backend", (str,), "", default=""),  # only what the daemon says
         "memory": {"total_bytes": total, "used_bytes": used,
@@ -62,12 +65,13 @@ def adapt_cuzk(doc: Any) -> dict[str, Any]:
         },
         "allocations": _allocations(section(doc, "allocations")),
         "buffers": count_map(doc, "buffers", ""),
+        "consistency": [],
     }
     snap["consistency"] = check_consistency(snap)
     return snap
 
 
-def _worker(path: str, w: dict[str, Any]) -> dict[str, Any]:
+def _worker(path: str, w: dict[str, Any]) -> GpuWorker:
     worker_id = field(w, "worker_id", _ID, path, required=True)
     state = field(w, "state", (str,), path)
     if state is None:  # older daemons say only whether the worker is busy
@@ -88,12 +92,12 @@ def _worker(path: str, w: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _pipeline(path: str, p: dict[str, Any], held: dict[tuple[Any, Any], Any],
-              kinds: dict[str, str]) -> dict[str, Any]:
+def _pipeline(path: str, p: dict[str, Any], held: dict[tuple[str | None, int | None], int],
+              kinds: dict[str, str]) -> Pipeline:
     job_id = field(p, "job_id", (str,), path, required=True)
     kind = field(p, "proof_kind", (str,), path, default="")
     kinds[job_id] = kind
-    parts = []
+    parts: list[Partition] = []
     for i, (ppath, q) in enumerate(objects(p, "partitions", path)):
         index = integer(q, "index", ppath, default=i)
         state = field(q, "state", (str,), ppath, default=PENDING)
@@ -128,7 +132,7 @@ def _pipeline(path: str, p: dict[str, Any], held: dict[tuple[Any, Any], Any],
     }
 
 
-def _gpu(path: str, g: dict[str, Any]) -> dict[str, Any]:
+def _gpu(path: str, g: dict[str, Any]) -> Gpu:
     return {
         "ordinal": integer(g, "ordinal", path, default=0),
         "name": field(g, "name", (str,), path),

@@ -25,8 +25,9 @@ class Unreachable(Exception):
         self.reason = reason
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def _chain(first: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
+    exc: BaseException | None = first
     while exc is not None and exc not in seen and len(seen) < 10:
         seen.append(exc)
         exc = exc.__cause__ or exc.__context__

@@ -43,7 +43,7 @@ class StateChange:
 class _Window:
     started: float
     kept: int = 0
-    suppressed: Counter = field(default_factory=Counter)
+    suppressed: Counter[str] = field(default_factory=Counter)  # by state
     first: StateChange | None = None     # the first change not kept one by one
     last: StateChange | None = None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import TYPE_CHECKING, Any
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -71,7 +72,14 @@ def _is_local_engine(name: str) -> bool:
     return isinstance(snap, dict) and not isinstance(snap.get("source"), dict)
 
 
-class SourceForm(forms.ModelForm):
+# The stubs' generic ModelForm, which Django's own class is not at run time.
+if TYPE_CHECKING:
+    _SourceModelForm = forms.ModelForm[Source]
+else:
+    _SourceModelForm = forms.ModelForm
+
+
+class SourceForm(_SourceModelForm):
     token = forms.CharField(required=False, strip=True, max_length=512,
                             widget=forms.PasswordInput(render_value=False),
                             help_text="bearer token sent to the source; write-only (left empty on an edit, "
@@ -79,7 +87,7 @@ class SourceForm(forms.ModelForm):
                                       "must be given again)")
     clear_token = forms.BooleanField(required=False, help_text="remove the stored token")
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initial["token"] = ""             # never sent back to a browser
         self.fields["ssh_port"].required = False
@@ -93,7 +101,7 @@ class SourceForm(forms.ModelForm):
                   "grpc_target", "grpc_tls", "grpc_ca_path", "price_per_hour")
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
+        name: str = self.cleaned_data["name"].strip()
         if not NAME_RE.match(name):
             raise ValidationError("name: 1-64 letters, digits and . _ : @ - (it becomes the engine id), "
                                   f"got {name!r}")
@@ -107,7 +115,7 @@ class SourceForm(forms.ModelForm):
         return name
 
     def clean_interval_secs(self) -> float:
-        value = self.cleaned_data.get("interval_secs")
+        value: float | None = self.cleaned_data.get("interval_secs")
         if value is None:
             return DEFAULT_INTERVAL_SECS
         if value is None or not math.isfinite(value) or not MIN_INTERVAL_SECS <= value <= MAX_INTERVAL_SECS:
@@ -122,10 +130,12 @@ class SourceForm(forms.ModelForm):
         return value
 
     def clean_transport(self) -> str:
-        return self.cleaned_data.get("transport") or "http"
+        transport: str = self.cleaned_data.get("transport") or "http"
+        return transport
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         kind, transport = data.get("kind"), data.get("transport")
         if kind is not None and kind not in SOURCE_KINDS:
             self.add_error("kind", f"kind must be one of {', '.join(SOURCE_KINDS)}")
@@ -139,7 +149,7 @@ class SourceForm(forms.ModelForm):
         self._clean_token(data, kind)
         return data
 
-    def _clean_http(self, data: dict) -> None:
+    def _clean_http(self, data: dict[str, Any]) -> None:
         url = (data.get("url") or "").strip()
         data["url"] = url
         if not url:
@@ -168,7 +178,7 @@ class SourceForm(forms.ModelForm):
             if data.get(name):
                 self.add_error(name, f"{name} is for ssh sources only (this one is http)")
 
-    def _clean_ssh(self, data: dict) -> None:
+    def _clean_ssh(self, data: dict[str, Any]) -> None:
         if data.get("url"):
             self.add_error("url", "an ssh source has no URL: give user, host, key file and remote port")
         user, host = (data.get("ssh_user") or "").strip(), (data.get("ssh_host") or "").strip()
@@ -199,7 +209,7 @@ class SourceForm(forms.ModelForm):
             self.add_error("known_hosts_path", f"known-hosts file {hosts_file} does not exist")
         data.update(ssh_user=user, ssh_host=host, ssh_key_path=key, known_hosts_path=hosts_file)
 
-    def _clean_token(self, data: dict, kind: str | None) -> None:
+    def _clean_token(self, data: dict[str, Any], kind: str | None) -> None:
         token = data.get("token") or ""
         if token and (len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token)):
             self.add_error("token", f"a token is at least {MIN_TOKEN_CHARS} printable characters without spaces")
@@ -214,7 +224,7 @@ class SourceForm(forms.ModelForm):
                      if repointed and not data.get("clear_token") else "")
             self.add_error("token", f"a vastmanager source needs a token (its VASTMANAGER_STATUS_TOKEN){again}")
 
-    def _target_changed(self, data: dict) -> bool:
+    def _target_changed(self, data: dict[str, Any]) -> bool:
         """Whether the edit points the source somewhere else than its stored row (URL, ssh host or
         port, transport): the stored token then stays behind."""
         old = self.instance
@@ -230,7 +240,7 @@ class SourceForm(forms.ModelForm):
             self.add_error(field_name, refusal(host, problem))
 
     def save(self, commit: bool = True) -> Source:
-        source = super().save(commit=False)
+        source: Source = super().save(commit=False)
         source.token = self.cleaned_data.get("token") or ""
         if source.pk is not None and source.transport == "ssh":
             old = Source.objects.filter(pk=source.pk).values("ssh_host", "ssh_port").first()
@@ -257,7 +267,7 @@ def parse_grpc_target(value: str, *, bare_port_host: str | None = None) -> str:
     return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
 
 
-def clean_grpc(form: forms.ModelForm, data: dict, kind: str | None, transport: str | None) -> None:
+def clean_grpc(form: forms.BaseForm, data: dict[str, Any], kind: str | None, transport: str | None) -> None:
     """The gRPC fields: a cuzk source only; TLS only direct (the ssh channel is encrypted already)
     and its CA bundle a readable file here."""
     raw = (data.get("grpc_target") or "").strip()
@@ -281,10 +291,10 @@ def clean_grpc(form: forms.ModelForm, data: dict, kind: str | None, transport: s
         form.add_error("grpc_ca_path", f"CA file {ca} is not a readable file on this host")
 
 
-def form_errors(form: forms.Form) -> str:
+def form_errors(form: forms.BaseForm) -> str:
     """All of a form's errors on one line each, for a command's message."""
     lines = []
     for field_name, errors in form.errors.items():
         for message in errors:
-            lines.append(message if field_name == "__all__" else f"{field_name}: {message}")
+            lines.append(str(message) if field_name == "__all__" else f"{field_name}: {message}")
     return "\n".join(lines)

@@ -11,9 +11,10 @@ import json
 import random
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from gpu_engine.schema import SourceSnapshot
 from statuspanel.fleet.bounds import SourceLimits, check_bounds, utf8_text
 from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
@@ -28,7 +29,7 @@ BACKOFF_MAX_INTERVALS = 8
 BACKOFF_MAX_SECS = 30.0
 
 
-def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLimits | None = None) -> dict[str, Any]:
+def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLimits | None = None) -> SourceSnapshot:
     """The panel snapshot in `body` (a cuzk or a vastmanager status document), or Malformed.
 
     The depth is measured on UTF-8 text (any other encoding is refused first: UTF-16 bytes hide
@@ -48,7 +49,8 @@ def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLim
     check_bounds(doc, limits or SourceLimits())
     snap = adapt_cuzk(doc)  # our own snapshot is a superset of cuzk's: one rule set reads both
     if kind == "vastmanager":
-        for extra in ("allocations", "buffers"):
+        extras: tuple[Literal["allocations", "buffers"], ...] = ("allocations", "buffers")
+        for extra in extras:
             if not snap[extra] or snap[extra] == {"srs": [], "pce": []}:
                 del snap[extra]
         remote_id = doc.get("engine_id")
@@ -59,7 +61,7 @@ def decode(body: bytes, kind: str, max_depth: int = MAX_DEPTH, limits: SourceLim
 def backoff_delay(cfg: SourceConfig, failures: int, rng: Callable[[], float] = random.random) -> float:
     """Seconds before the next try after `failures` failures in a row (jittered exponential)."""
     cap = min(BACKOFF_MAX_SECS, BACKOFF_MAX_INTERVALS * cfg.interval_secs)
-    base = min(cap, cfg.interval_secs * 2 ** max(0, failures - 1))
+    base = min(cap, cfg.interval_secs * 2.0 ** max(0, failures - 1))
     return base * (0.5 + 0.5 * rng())
 
 
@@ -84,7 +86,7 @@ class SourceState:
         self.cfg = cfg
         self.clock = clock
         self.created = clock()
-        self.data: dict[str, Any] | None = None   # the last good snapshot
+        self.data: SourceSnapshot | None = None   # the last good snapshot
         self.last_ok: float | None = None
         self.failure: tuple[str, str, str] | None = None   # (state, reason, error) of the last poll
         self.failures = 0
@@ -101,7 +103,7 @@ class SourceState:
             return False
         return self.current()[:2] != self.published_state or now - self.last_publish >= heartbeat_secs(self.cfg)
 
-    def observe_ok(self, snap: dict[str, Any], poll_ms: float) -> None:
+    def observe_ok(self, snap: SourceSnapshot, poll_ms: float) -> None:
         self.data, self.last_ok, self.failure = snap, self.clock(), None
         self.failures = 0
         self.polls += 1
@@ -141,9 +143,9 @@ class SourceState:
             **(_grpc_block(cfg) if cfg.grpc_target else {}),
         }
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SourceSnapshot:
         """The engine snapshot to publish now: the last good data (if any) with the source's state."""
-        snap = dict(self.data) if self.data is not None else _empty_snapshot()
+        snap = self.data.copy() if self.data is not None else _empty_snapshot()
         self.seq += 1
         now = time.time()
         snap["engine_id"] = self.cfg.name
@@ -166,8 +168,9 @@ def heartbeat_secs(cfg: SourceConfig) -> float:
     return max(cfg.interval_secs, 1.0)
 
 
-def _empty_snapshot() -> dict[str, Any]:
-    return {"uptime_secs": None, "backend": None,
+def _empty_snapshot() -> SourceSnapshot:
+    """No answer yet: nothing to show (`engine_id`, `seq` and `generated_at` are stamped by `snapshot`)."""
+    return {"engine_id": None, "seq": 0, "generated_at": "", "uptime_secs": None, "backend": None,
             "memory": {"total_bytes": 0, "used_bytes": 0, "available_bytes": 0},
             "synthesis": {"max_concurrent": 0, "active": 0}, "pipelines": [], "gpu_workers": [], "gpus": [],
             "counters": {"total_completed": 0, "total_failed": 0, "total_cancelled": 0, "completed_by_kind": {},

@@ -7,7 +7,7 @@ Booleans are never numbers here, although Python's `bool` is an `int`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -60,19 +60,31 @@ def field(obj: dict[str, Any], key: str, types: tuple[type, ...], path: str, *, 
     return value
 
 
+@overload
+def number(obj: dict[str, Any], key: str, path: str, *, default: float, required: bool = False) -> float: ...
+@overload
+def number(obj: dict[str, Any], key: str, path: str, *, default: None = None,
+           required: bool = False) -> float | None: ...
 def number(obj: dict[str, Any], key: str, path: str, *, default: float | None = None,
-           required: bool = False) -> float | int | None:
-    """A JSON number that is finite and not negative (durations, bytes, counts)."""
-    value = field(obj, key, (int, float), path, required=required, default=default)
+           required: bool = False) -> float | None:
+    """A JSON number that is finite and not negative (durations, bytes, counts); never None with a
+    default (an int stays an int: a float is the type that admits both)."""
+    value: float | None = field(obj, key, (int, float), path, required=required, default=default)
     if value is not None and value is not default and not (0 <= value < float("inf")):
         where = f"{path}.{key}" if path else key
         raise Malformed(f"{where} must be a non-negative number, got {value!r}", field=where)
     return value
 
 
+@overload
+def integer(obj: dict[str, Any], key: str, path: str, *, default: int, required: bool = False) -> int: ...
+@overload
+def integer(obj: dict[str, Any], key: str, path: str, *, default: None = None,
+            required: bool = False) -> int | None: ...
 def integer(obj: dict[str, Any], key: str, path: str, *, default: int | None = None,
             required: bool = False) -> int | None:
-    value = field(obj, key, (int,), path, required=required, default=default)
+    """A JSON integer that is not negative; never None with a default."""
+    value: int | None = field(obj, key, (int,), path, required=required, default=default)
     if value is not None and value is not default and value < 0:
         where = f"{path}.{key}" if path else key
         raise Malformed(f"{where} must be a non-negative integer, got {value!r}", field=where)
@@ -93,7 +105,8 @@ def objects(obj: dict[str, Any], key: str, path: str) -> list[tuple[str, dict[st
 
 def section(obj: dict[str, Any], key: str, path: str = "") -> dict[str, Any]:
     """A nested object; missing or null is empty."""
-    return field(obj, key, (dict,), path, default={})
+    value: dict[str, Any] = field(obj, key, (dict,), path, default={})
+    return value
 
 
 def count_map(obj: dict[str, Any], key: str, path: str) -> dict[str, int]:

@@ -23,6 +23,9 @@ import anyio
 import httpcore
 import httpx
 
+if typing.TYPE_CHECKING:
+    import asyncssh
+
 from statuspanel.fleet.errors import Unreachable, classify, http_status
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.targets import BlockedTarget, resolve_allowed
@@ -91,7 +94,7 @@ class SourceConfig:
 class _ChannelStream(httpcore.AsyncNetworkStream):
     """A direct-tcpip channel as httpcore's network stream."""
 
-    def __init__(self, reader, writer) -> None:
+    def __init__(self, reader: asyncssh.SSHReader[bytes], writer: asyncssh.SSHWriter[bytes]) -> None:
         self._reader, self._writer = reader, writer
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
@@ -128,10 +131,10 @@ class SshBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, cfg: SourceConfig, on_pin: typing.Callable[[str], None] | None = None) -> None:
         self.cfg = cfg
         self.on_pin = on_pin
-        self._conn = None
+        self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
 
-    async def _connection(self, timeout: float | None):
+    async def _connection(self, timeout: float | None) -> asyncssh.SSHClientConnection:
         import asyncssh
 
         async with self._lock:
@@ -259,7 +262,8 @@ class PoolTransport(httpx.AsyncBaseTransport):
                              target=request.url.raw_path),
             headers=request.headers.raw, content=request.stream, extensions=request.extensions)
         resp = await self._pool.handle_async_request(req)
-        return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_ResponseStream(resp.stream),
+        return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_ResponseStream(
+            typing.cast("typing.AsyncIterable[bytes]", resp.stream)),  # the async pool streams asynchronously
                               extensions=resp.extensions)
 
     async def aclose(self) -> None:

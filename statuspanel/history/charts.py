@@ -124,7 +124,7 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
 
 def _rows(values: dict[str, list[float]], hist: buckets.Histogram | None = None) -> list[dict[str, Any]]:
     """Latency rows by kind from exact `values`, or from a histogram `hist` of (value, count)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for kind in sorted(hist if hist is not None else values, key=lambda k: (kind_class(k), k)):
         if hist is not None:
             p50, p95 = buckets.histogram_percentile(hist[kind], 0.50), buckets.histogram_percentile(hist[kind], 0.95)
@@ -181,7 +181,7 @@ def _latency_exact(runs: Any, jobs_qs: Any, window_secs: float) -> dict[str, Any
     jobs: dict[str, list[float]] = defaultdict(list)
     rows = jobs_qs.values_list("proof_kind", "started_at", "finished_at")
     for kind, started, finished in rows.iterator():
-        if started is not None:
+        if started is not None and finished is not None:
             jobs[kind].append((finished - started).total_seconds())
     return {"partitions": _rows(parts), "jobs": _rows(jobs), "window_secs": window_secs}
 
@@ -202,7 +202,7 @@ def telemetry(engine_id: str, window_secs: float, now: float | None = None,
     rows = (TelemetryMinute.objects.filter(engine_id=engine_id, minute__gte=_dt(start - 60))
             .values_list("minute", "gpu_ordinal", "util_pct", "mem_used_bytes", "mem_total_bytes", "queue_depth")
             .order_by("minute"))
-    gpus: dict[int, dict[str, list]] = defaultdict(lambda: {"util": [], "mem": [], "total": None})
+    gpus: dict[int, dict[str, Any]] = defaultdict(lambda: {"util": [], "mem": [], "total": None})
     depth: list[tuple[float, float]] = []
     for minute, ordinal, util, used, total, qd in rows.iterator():
         t = min(minute.timestamp() + 30, now)  # the minute's middle (the current one's: up to now)

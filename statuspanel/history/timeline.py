@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.formatting import duration, ms_duration, worker_label
 from gpu_engine.kinds import kind_label
 from gpu_engine.models import PartitionRun
@@ -172,7 +173,7 @@ def stored_bars(engine_id: str, since: float) -> list[Bar]:
                          "attempt"))
     bars: list[Bar] = []
     for job_id, kind, index, state, worker, g0, g1, f0, f1, synth_ms, gpu_ms, fin_ms, error, attempt in rows.iterator():
-        common = dict(state=state, job_id=job_id, proof_kind=kind, index=index, worker=str(worker),
+        common: dict[str, Any] = dict(state=state, job_id=job_id, proof_kind=kind, index=index, worker=str(worker),
                       synth_ms=synth_ms, gpu_ms=gpu_ms, finalize_ms=fin_ms, error=error or "", attempt=attempt)
         if g0 is not None and g1 is not None and worker != "":
             bars.append(Bar(phase="gpu", start=g0.timestamp(), end=g1.timestamp(), **common))
@@ -181,7 +182,7 @@ def stored_bars(engine_id: str, since: float) -> list[Bar]:
     return bars
 
 
-def snapshot_time(snap: dict[str, Any], default: float) -> float:
+def snapshot_time(snap: SnapshotDocument, default: float) -> float:
     """When the snapshot was taken: its publish stamp, else its ISO `generated_at`, else `default`."""
     published = snap.get("published_at")
     if isinstance(published, (int, float)) and not isinstance(published, bool):
@@ -192,7 +193,7 @@ def snapshot_time(snap: dict[str, Any], default: float) -> float:
         return default
 
 
-def live_bars(snap: dict[str, Any], now: float) -> list[Bar]:
+def live_bars(snap: SnapshotDocument, now: float) -> list[Bar]:
     """Bars of the partitions on a GPU or finalizing in this snapshot, open up to `now`."""
     taken = snapshot_time(snap, now)
     bars: list[Bar] = []
@@ -203,7 +204,7 @@ def live_bars(snap: dict[str, Any], now: float) -> list[Bar]:
             if not isinstance(part, dict) or part.get("state") not in (GPU, FINALIZING):
                 continue
             gpu_ms, fin_ms = _ms(part.get("gpu_ms")), _ms(part.get("finalize_ms"))
-            common = dict(state=LIVE, job_id=str(pipe.get("job_id") or ""),
+            common: dict[str, Any] = dict(state=LIVE, job_id=str(pipe.get("job_id") or ""),
                           proof_kind=str(pipe.get("proof_kind") or ""), index=int(part.get("index") or 0),
                           worker=str(part.get("worker_id") or ""),
                           synth_ms=_ms(part.get("synth_ms")), gpu_ms=gpu_ms, finalize_ms=fin_ms)
@@ -272,7 +273,7 @@ def _ticks(start: float, span: float) -> list[dict[str, Any]]:
     return out
 
 
-def build_timeline(snap: dict[str, Any] | None, engine_id: str, window: str = DEFAULT_WINDOW,
+def build_timeline(snap: SnapshotDocument | None, engine_id: str, window: str = DEFAULT_WINDOW,
                    now: float | None = None) -> Timeline:
     """The timeline of one engine over `window` ("10m" or "60m") ending `now`."""
     span = WINDOWS[window]
@@ -306,7 +307,8 @@ def build_timeline(snap: dict[str, Any] | None, engine_id: str, window: str = DE
         lane.busy_share = _busy(packed, _covered(packed, start, now), span)
         lanes.append(lane)
     for lane in lanes:
-        for item in [*lane.bars, *lane.gaps]:
+        items: list[Bar | Gap] = [*lane.bars, *lane.gaps]
+        for item in items:
             _place(item, start, span)
     return Timeline(engine_id=engine_id, window=window, start=start, end=now, lanes=lanes, ticks=_ticks(start, span),
                     aggregated=aggregated)

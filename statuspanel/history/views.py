@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
+from gpu_engine.schema import Snapshot, SnapshotDocument
 from gpu_engine import wire
 from statuspanel.history import charts
 from statuspanel.history import fleet as fleet_history
@@ -35,7 +36,7 @@ ACTIVITY_CACHE_SECS = 1  # whole seconds: Django's Redis cache keeps no shorter 
 ACTIVITY_CACHE_BUILDS = 2
 
 
-def engine_snapshot(engine_id: str) -> dict[str, Any] | None:
+def engine_snapshot(engine_id: str) -> Snapshot | None:
     """The latest live snapshot of `engine_id` (None when it is offline: stored bars only)."""
     live, _ = current_snapshots()
     return next((s for s in live if engine_id_of(s) == engine_id), None)
@@ -48,14 +49,14 @@ def _engine_id(engine_id: str) -> str:
         raise Http404("no such engine") from None
 
 
-def live_queue_depth(snap: dict[str, Any] | None) -> int | None:
+def live_queue_depth(snap: SnapshotDocument | None) -> int | None:
     """The queue depth of the engine's latest snapshot (the queue chart's "now")."""
     counters = (snap or {}).get("counters")
     depth = counters.get("queue_depth") if isinstance(counters, dict) else None
     return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
 
 
-def activity_context(engine_id: str, snap: dict[str, Any] | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
+def activity_context(engine_id: str, snap: SnapshotDocument | None, window: str = DEFAULT_WINDOW) -> dict[str, Any]:
     """The compact region: the timeline over `window` and the last hour's charts."""
     if fleet_history.is_fleet_engine(engine_id):
         return {"engine_id": engine_id, "tl": fleet_history.build_fleet_timeline(engine_id, window),

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
+
+V = TypeVar("V")
 
 
-class LRU:
+class LRU(Generic[V]):
     """A small thread-safe LRU dict: the consumer's loop and the page's worker threads share it."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._data: OrderedDict[Any, V] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+    def get_or_build(self, key: Any, build: Callable[[], V]) -> V:
         with self._lock:
             if key in self._data:
                 self._data.move_to_end(key)
@@ -31,7 +33,7 @@ class LRU:
                 self._data.popitem(last=False)
         return value
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: Any) -> V | None:
         """The cached value, or None (counted as a hit when found)."""
         with self._lock:
             if key in self._data:

@@ -7,11 +7,13 @@ snapshot defensively, because foreign engines (a cuzk `/status`) omit keys ours 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.render import fleet as fleet_render
 from statuspanel.render import summary
 from statuspanel.render.cache import LRU
@@ -25,19 +27,19 @@ GAUGE_RED_PCT = 85.0
 UNNAMED_ENGINE = "unnamed-engine"
 
 
-html_cache = LRU(256)
+html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256)
 
 
-def engine_id_of(snap: dict[str, Any]) -> str:
+def engine_id_of(snap: SnapshotDocument) -> str:
     return str(snap.get("engine_id") or UNNAMED_ENGINE)
 
 
-def snapshot_cache_key(snap: dict[str, Any]) -> tuple[str, int] | None:
+def snapshot_cache_key(snap: SnapshotDocument) -> tuple[str, int] | None:
     seq = snap.get("seq")
     return (engine_id_of(snap), seq) if isinstance(seq, int) else None
 
 
-def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def render_engine_with_tally(snap: SnapshotDocument) -> tuple[str, dict[str, Any]]:
     """The engine partial for this snapshot and its fleet-summary tally; cached when the snapshot
     carries a seq (the tally's proofs/min rate is measured once per snapshot, at its render)."""
     def build() -> tuple[str, dict[str, Any]]:
@@ -48,18 +50,18 @@ def render_engine_with_tally(snap: dict[str, Any]) -> tuple[str, dict[str, Any]]
     return build() if key is None else html_cache.get_or_build(key, build)
 
 
-def fleet_summary_of(snaps: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
+def fleet_summary_of(snaps: Sequence[SnapshotDocument], offline: int = 0) -> dict[str, Any]:
     """The fleet summary of these snapshots, counted as the panel counts it (the page's first paint,
     and any other reader that wants the same numbers)."""
     return fleet_render.fleet_summary([render_engine_with_tally(s)[1] for s in snaps], offline=offline)
 
 
-def render_engine(snap: dict[str, Any]) -> str:
+def render_engine(snap: SnapshotDocument) -> str:
     """The engine partial for this snapshot (cached as `render_engine_with_tally`)."""
     return render_engine_with_tally(snap)[0]
 
 
-def render_too_large(snap: dict[str, Any], tally: dict[str, Any], size: int, limit: int) -> str:
+def render_too_large(snap: SnapshotDocument, tally: dict[str, Any], size: int, limit: int) -> str:
     """The small section of an engine whose frame would not fit even summarised: its header, the
     tally of the whole snapshot (the fleet summary still counts it), and where the data is."""
     ctx = engine_context(snap)
@@ -138,8 +140,8 @@ def _phase_counts(raw: list[dict[str, Any]]) -> tuple[dict[str, int], list[dict[
     return states, [{"field": f, "ms": acc[0], "rate": acc[1]} for f, acc in sums.items()], not_run
 
 
-def pipeline_context(pipe: dict[str, Any], flagged: frozenset | set = frozenset(),
-                     snap: dict[str, Any] | None = None) -> dict[str, Any]:
+def pipeline_context(pipe: dict[str, Any], flagged: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
+                     snap: SnapshotDocument | None = None) -> dict[str, Any]:
     """One job's row; `flagged` holds the (job, partition) pairs the consistency check warns about.
     At most PANEL_MAX_PARTITION_CELLS cells are built; counts and totals cover every partition."""
     job_id = str(pipe.get("job_id") or "")
@@ -218,7 +220,7 @@ def counters_context(counters: Any) -> dict[str, Any]:
     }
 
 
-def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+def engine_context(snap: SnapshotDocument, now: float | None = None) -> dict[str, Any]:
     """Everything the engine partial shows, normalized so missing keys render as absent, not errors."""
     now = time.time() if now is None else now
     consistency = fleet_render.consistency_context(snap)
@@ -238,7 +240,8 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
             for part in summary.dicts(pipe.get("partitions")):
                 state = str(part.get("state") or PENDING)
                 phase_counts[state] = phase_counts.get(state, 0) + 1
-    synth = snap.get("synthesis") if isinstance(snap.get("synthesis"), dict) else {}
+    synth_raw = snap.get("synthesis")
+    synth: dict[str, Any] = synth_raw if isinstance(synth_raw, dict) else {}
     heartbeat = num(snap.get("heartbeat_secs"))
     published = num(snap.get("published_at"))
     online = True if published is None or heartbeat is None else now - published <= 2 * heartbeat
@@ -247,7 +250,7 @@ def engine_context(snap: dict[str, Any], now: float | None = None) -> dict[str, 
     completed = snap.get("counters", {}).get("total_completed") if isinstance(snap.get("counters"), dict) else None
     ppm = (fleet_render.rate_meter.observe(engine_id_of(snap), published or now, completed)
            if isinstance(completed, int) and not isinstance(completed, bool) else None)
-    ctx = {
+    ctx: dict[str, Any] = {
         "engine_id": engine_id_of(snap),
         "named": bool(snap.get("engine_id")),
         "seq": snap.get("seq"),

@@ -13,6 +13,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import CONSISTENCY_PROBLEMS, ERROR, IDLE, PHASES, PROVING
 from statuspanel.fleet.vocabulary import (SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES,
                                          SOURCE_UNREACHABLE)
@@ -28,13 +29,13 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def is_fleet_source(snap: dict[str, Any]) -> bool:
+def is_fleet_source(snap: SnapshotDocument) -> bool:
     """A snapshot the fleet collector brought in (its history lives on its own host, not here)."""
     return isinstance(snap.get("source"), dict)
 
 
 # -- per engine -----------------------------------------------------------------------------------
-def source_context(snap: dict[str, Any]) -> dict[str, Any] | None:
+def source_context(snap: SnapshotDocument) -> dict[str, Any] | None:
     """How the collector last reached this engine; None for an engine that is not a fleet source."""
     src = snap.get("source")
     if not isinstance(src, dict):
@@ -57,7 +58,7 @@ def source_context(snap: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def consistency_context(snap: dict[str, Any]) -> dict[str, Any]:
+def consistency_context(snap: SnapshotDocument) -> dict[str, Any]:
     """The tracker-consistency warnings (a partition in `gpu` that no worker proves, or a worker
     proving a partition that is not in `gpu`): the first few listed, all counted."""
     raw = snap.get("consistency")
@@ -73,7 +74,7 @@ def consistency_context(snap: dict[str, Any]) -> dict[str, Any]:
             "cells": {(c["job_id"], c["partition"]) for c in items}}
 
 
-def cuzk_context(snap: dict[str, Any]) -> dict[str, Any] | None:
+def cuzk_context(snap: SnapshotDocument) -> dict[str, Any] | None:
     """What only a cuzk daemon reports: SRS/PCE allocations (bytes, evictability) and buffer counters."""
     allocs = snap.get("allocations")
     buffers = snap.get("buffers")
@@ -174,7 +175,7 @@ rate_meter = RateMeter()
 def fleet_summary(tallies: list[dict[str, Any]], offline: int = 0) -> dict[str, Any]:
     """The summary rows on top of the panel. Workers, GPUs and partitions count only engines whose
     data is current (online): a dropped host's last snapshot is history, not work in progress."""
-    total = {"engines": len(tallies) + offline, "online": 0, "failing": [], "warnings": 0,
+    total: dict[str, Any] = {"engines": len(tallies) + offline, "online": 0, "failing": [], "warnings": 0,
              "workers": {PROVING: 0, IDLE: 0, ERROR: 0}, "gpus": {PROVING: 0, IDLE: 0, ERROR: 0},
              "phases": {p: 0 for p in (*PHASES, OTHER_PHASE)}, "ppm": None}
     for t in tallies:

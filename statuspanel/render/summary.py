@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from django.conf import settings
 from django.urls import reverse
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import (DONE, ERROR, FAILED, FINALIZING, GPU, IDLE, PENDING, PROVING, SYNTH_DONE,
                                    SYNTHESIZING)
 
@@ -64,13 +65,13 @@ def dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def shown_workers(snap: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def shown_workers(snap: SnapshotDocument) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(all workers, those shown)."""
     workers = dicts(snap.get("gpu_workers"))
     return workers, shown(workers, max_worker_cards(), worker_rank)
 
 
-def shown_pipelines(snap: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def shown_pipelines(snap: SnapshotDocument) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     pipes = dicts(snap.get("pipelines"))
     return pipes, shown(pipes, max_pipelines(), pipeline_rank)
 
@@ -91,12 +92,12 @@ def hidden_counts(all_items: list[dict[str, Any]], kept: list[dict[str, Any]], k
     return {"count": len(all_items) - len(kept), "by": sorted(by.items())}
 
 
-def api_url(snap: dict[str, Any]) -> str:
+def api_url(snap: SnapshotDocument) -> str:
     """Where the whole of this engine's data is: /api/fleet for a fleet source, else /api/status."""
     return reverse("api-fleet") if isinstance(snap.get("source"), dict) else reverse("api-status")
 
 
-def job_api_url(snap: dict[str, Any], job_id: str) -> str:
+def job_api_url(snap: SnapshotDocument, job_id: str) -> str:
     """Where one job's every partition is: this host's job API, or the fleet's for a source's job."""
     if isinstance(snap.get("source"), dict) or not job_id:
         return api_url(snap)
@@ -106,7 +107,7 @@ def job_api_url(snap: dict[str, Any], job_id: str) -> str:
         return api_url(snap)
 
 
-def summarised_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
+def summarised_snapshot(snap: SnapshotDocument) -> dict[str, Any]:
     """The snapshot cut to what the panel shows, with `truncated` saying what was left out and where
     it all is. Every key is kept; only the long lists are cut."""
     out = dict(snap)
@@ -127,7 +128,7 @@ def summarised_snapshot(snap: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def minimal_snapshot(snap: dict[str, Any], reason: str) -> dict[str, Any]:
+def minimal_snapshot(snap: SnapshotDocument, reason: str) -> dict[str, Any]:
     """The last resort of a frame that would not fit even summarised: the small fixed parts only."""
     out = {k: snap[k] for k in SMALL_KEYS if k in snap}
     out[TRUNCATED_KEY] = {"reason": reason, "api": api_url(snap)}

@@ -34,6 +34,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from gpu_engine import wire
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.auth import can_read_status, session_is_current
 from statuspanel.render.engine import engine_id_of
 from statuspanel.stream import alerts as alerts_frame
@@ -59,7 +60,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.pending: dict[str, tuple[str, int | None]] = {}  # engine id -> its latest frame not yet sent, its seq
         self.patches = False
         self.sent: dict[str, int] = {}  # engine id -> the seq of the last frame of it handed to the socket
-        self.flushing: asyncio.Task | None = None
+        self.flushing: asyncio.Task[None] | None = None
         self.alerts_group: str | None = None  # set when the client asked for the alerts frame
         self.alerts_seq = -1
 
@@ -197,7 +198,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         finally:
             self.flushing = None
 
-    async def send_snapshot(self, snap: dict[str, Any]) -> None:
+    async def send_snapshot(self, snap: SnapshotDocument) -> None:
         engine_id, seq = engine_id_of(snap), snap.get("seq")
         if isinstance(seq, int):
             if seq <= self.last_seq.get(engine_id, -1):

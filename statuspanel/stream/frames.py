@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from django.conf import settings
 
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.render.cache import LRU
 from statuspanel.render.engine import engine_id_of, render_engine_with_tally, render_too_large, snapshot_cache_key
 from statuspanel.render.summary import TRUNCATED_KEY, minimal_snapshot, summarised_snapshot
@@ -33,7 +34,7 @@ from statuspanel.stream import patches
 
 log = logging.getLogger(__name__)
 
-frame_cache = LRU(512)
+frame_cache: LRU[str] = LRU(512)
 LARGE_SNAPSHOT_CHARS = 256 * 1024
 # A value of a last-resort snapshot larger than this is left out (a foreign engine's giant string).
 MINIMAL_VALUE_CHARS = 4096
@@ -43,7 +44,7 @@ MINIMAL_VALUE_CHARS = 4096
 # behind it. Clients waiting for the same frame share one build (single flight).
 _render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
 _large_render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render-large")
-_building: dict[tuple[int, Any], asyncio.Future] = {}
+_building: dict[tuple[int, Any], asyncio.Future[str]] = {}
 _newest_seq: dict[str, int] = {}  # engine id -> the newest seq a frame was asked for (set on the loop)
 
 
@@ -86,7 +87,7 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap: dict[str, Any] | None = None) -> str:
+def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap: SnapshotDocument | None = None) -> str:
     """The one frame encoder: the snapshot's JSON text embedded as is; `snap` spares the parse when the
     caller holds the dict already. Never longer than `frame_limit()`."""
     html = tally = None
@@ -101,7 +102,7 @@ def _encode(engine_id: str, seq: Any, snapshot_json: str, with_html: bool, snap:
     return _degraded(engine_id, seq, json.loads(snapshot_json) if snap is None else snap, html, tally, size, limit)
 
 
-def _hold(engine_id: str, seq: Any, snapshot_json: str, html: str | None, snap: dict[str, Any] | None) -> None:
+def _hold(engine_id: str, seq: Any, snapshot_json: str, html: str | None, snap: SnapshotDocument | None) -> None:
     """Keep what this whole frame carried, split into regions here (off the loop), for patches."""
     if not isinstance(seq, int):
         return
@@ -112,7 +113,7 @@ def _hold(engine_id: str, seq: Any, snapshot_json: str, html: str | None, snap: 
         patches.hold(engine_id, seq, True, patches.split_sections(html, counters))
 
 
-def _degraded(engine_id: str, seq: Any, snap: dict[str, Any], html: str | None, tally: dict[str, Any] | None,
+def _degraded(engine_id: str, seq: Any, snap: SnapshotDocument, html: str | None, tally: dict[str, Any] | None,
               size: int, limit: int) -> str:
     """A frame over the limit: the summarised snapshot with the same section, else the engine's small
     "too large to show" section and the snapshot's small fixed parts."""
@@ -132,7 +133,7 @@ def _degraded(engine_id: str, seq: Any, snap: dict[str, Any], html: str | None, 
     return _assemble(engine_id, seq, bare, None if html is None else "")
 
 
-def snapshot_frame(snap: dict[str, Any], *, with_html: bool) -> str:
+def snapshot_frame(snap: SnapshotDocument, *, with_html: bool) -> str:
     """The encoded frame for this snapshot (the page's first paint, a resync), cached by (engine, seq, format)."""
     def build() -> str:
         return _encode(engine_id_of(snap), snap.get("seq"), json.dumps(snap, separators=(",", ":")), with_html, snap)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 
+from typing import Any
+
 from channels.layers import InMemoryChannelLayer
 
 
 class FanoutInMemoryChannelLayer(InMemoryChannelLayer):
-    def __init__(self, *args, sweep_interval: float = 1.0, **kwargs) -> None:
+    def __init__(self, *args: Any, sweep_interval: float = 1.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if sweep_interval < 0:
             raise ValueError(f"sweep_interval must be >= 0, got {sweep_interval}")

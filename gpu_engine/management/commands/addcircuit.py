@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 except CircuitNameTaken:  # lost a race for the name: the same answer as a plain duplicate
                     valid = False
             if not valid:
-                lines = [f"{field}: {msg}" if field != "__all__" else msg
+                lines = [f"{field}: {msg}" if field != "__all__" else str(msg)
                          for field, msgs in form.errors.items() for msg in msgs]
                 raise CommandError("circuit not registered:\n  " + "\n  ".join(lines))
         finally:

@@ -33,7 +33,9 @@ def _release_ipc_now(timeout: float = 1.0) -> None:
     import multiprocessing.util
 
     # multiprocessing runs these at exit; an exit that skips the interpreter's teardown must call them itself
-    worker = threading.Thread(target=multiprocessing.util._run_finalizers, args=(0,), daemon=True)  # noqa: SLF001
+    # typeshed does not list this private helper
+    worker = threading.Thread(target=multiprocessing.util._run_finalizers,  # type: ignore[attr-defined]  # noqa: SLF001
+                              args=(0,), daemon=True)
     worker.start()
     worker.join(timeout)
 
@@ -182,7 +184,7 @@ class Command(BaseCommand):
         self.stdout.write(stopped)
         if engine.fatal_error is not None:
             raise CommandError(f"{engine.fatal_error}; held jobs were returned to the queue (see the log above)")
-        if server_failed:
+        if server_failed and panel is not None:  # only a served panel's server fails
             raise CommandError(f"the web server on {panel.host}:{panel.port} stopped unexpectedly; "
                                "held jobs were returned")
 
@@ -197,7 +199,8 @@ def _stop_server_after(engine: Engine) -> None:
     from twisted.internet import reactor
 
     engine.wait()
-    reactor.callFromThread(reactor.stop)
+    # zope interface methods are declared without self: without a zope plugin mypy reads stop as unbound
+    reactor.callFromThread(reactor.stop)  # type: ignore[misc]
 
 
 def _non_negative_int(value: str) -> int:

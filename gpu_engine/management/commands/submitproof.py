@@ -23,6 +23,7 @@ class Command(BaseCommand):
         if count < 1 or count > 100_000:
             raise CommandError(f"--count must be between 1 and 100000, got {count}")
         base = opts["job_id"]
+        ids: list[str | None]
         if base is None:
             ids = [None] * count
         else:

@@ -11,9 +11,10 @@ unknown, not full; a 0 SRS size is "not tracked" (the current daemon sends 0).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from gpu_engine.kinds import kind_label
+from gpu_engine.schema import Gpu, SourceSnapshot
 from gpu_engine.vocabulary import IDLE, PROVING
 from statuspanel.fleet.shape import Malformed, field, integer, objects
 
@@ -116,11 +117,12 @@ def adapt_status(doc: dict[str, Any], busy_since: dict[tuple[int, str], float] |
     }
 
 
-def grpc_only_snapshot(part: dict[str, Any], by_kind: dict[str, dict[str, int]] | None) -> dict[str, Any]:
-    """A whole snapshot from gRPC alone: no pipelines (`partitions_visible` false says why)."""
+def grpc_only_snapshot(part: dict[str, Any], by_kind: dict[str, dict[str, int]] | None) -> SourceSnapshot:
+    """A whole snapshot from gRPC alone: no pipelines (`partitions_visible` false says why); engine_id,
+    seq and generated_at are stamped by `SourceState.snapshot`."""
     by_kind = by_kind or {}
     return {
-        "engine_id": None, "seq": None, "generated_at": None,
+        "engine_id": None, "seq": 0, "generated_at": "",
         "uptime_secs": part["uptime_secs"], "backend": "cuda",
         "memory": {"total_bytes": 0, "used_bytes": 0, "available_bytes": 0},
         "synthesis": {"max_concurrent": 0, "active": 0},
@@ -134,17 +136,17 @@ def grpc_only_snapshot(part: dict[str, Any], by_kind: dict[str, dict[str, int]] 
     }
 
 
-def merge(http_snap: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+def merge(http_snap: SourceSnapshot, part: dict[str, Any]) -> SourceSnapshot:
     """One engine from both: pipelines, partitions and workers from HTTP; GPUs (names, VRAM, jobs),
     queues and SRS tiers from gRPC (what HTTP says of a GPU, e.g. utilisation, is kept)."""
-    snap = dict(http_snap)
-    http_gpus = {g.get("ordinal"): g for g in http_snap.get("gpus") or []}
-    gpus = []
+    snap = http_snap.copy()
+    http_gpus: dict[int | None, Gpu] = {g.get("ordinal"): g for g in http_snap.get("gpus") or []}
+    gpus: list[dict[str, Any]] = []
     for g in part["gpus"]:
         base = dict(http_gpus.get(g["ordinal"], {}))
         base.update({k: v for k, v in g.items() if v is not None})
         gpus.append(base)
-    snap["gpus"] = gpus
+    snap["gpus"] = cast("list[Gpu]", gpus)  # each the gRPC half's whole Gpu over what HTTP said of it
     snap["queues"], snap["srs"] = part["queues"], part["srs"]
     snap["partitions_visible"] = True
     return snap

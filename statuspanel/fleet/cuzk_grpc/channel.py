@@ -87,6 +87,7 @@ class GrpcStatusClient:
         ]
         if cfg.transport == "ssh":
             host, port = split_target(cfg.grpc_target)
+            assert self.backend is not None  # an ssh source's client is made with its connection
             self._forwarder = await SshForwarder(self.backend, host, port, cfg.connect_timeout).start()
             options.append(("grpc.default_authority", cfg.grpc_target))
             channel = grpc.insecure_channel(self._forwarder.target, options=options)
@@ -118,11 +119,12 @@ class GrpcStatusClient:
 
     async def _unary(self, method: str, request: Any, max_bytes: int) -> bytes:
         stubs = await self._open(max_bytes)
-        return await self._call(method, stubs[method], request)
+        answer: bytes = await self._call(method, stubs[method], request)
+        return answer
 
     async def _call(self, method: str, multicallable: Any, request: Any) -> Any:
         loop = asyncio.get_running_loop()
-        settled: asyncio.Future = loop.create_future()
+        settled: asyncio.Future[Any] = loop.create_future()
 
         def done(call: Any) -> None:  # in a grpcio thread
             with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
@@ -205,10 +207,11 @@ def parse(method: str, body: bytes) -> Any:
 
 
 def _serialize(message: Any) -> bytes:
-    return message.SerializeToString()
+    data: bytes = message.SerializeToString()
+    return data
 
 
-def _settle(settled: asyncio.Future, call: Any) -> None:
+def _settle(settled: asyncio.Future[Any], call: Any) -> None:
     if not settled.done():
         settled.set_result(call)
 

@@ -15,8 +15,12 @@ import contextlib
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
 
 from statuspanel.fleet.transport import SshBackend
+
+if TYPE_CHECKING:
+    import httpcore
 
 CHUNK = 64 * 1024
 
@@ -71,7 +75,8 @@ class SshForwarder:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-async def _pipe_both(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream) -> None:
+async def _pipe_both(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     stream: httpcore.AsyncNetworkStream) -> None:
     """Bytes both ways until either side ends (then both are closed by the caller)."""
 
     async def up() -> None:

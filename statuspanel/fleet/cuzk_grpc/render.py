@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_engine.schema import SnapshotDocument
+
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -18,7 +20,7 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def grpc_context(snap: dict[str, Any]) -> dict[str, Any] | None:
+def grpc_context(snap: SnapshotDocument) -> dict[str, Any] | None:
     """None for an engine without gRPC data (every engine but a cuzk source with a gRPC target)."""
     queues, srs = snap.get("queues"), snap.get("srs")
     if not isinstance(queues, list) and not isinstance(srs, list):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, cast
 
 import httpx
 
@@ -24,6 +24,9 @@ from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.poller import decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import SourceConfig, SshBackend, fetch, make_client
+
+if TYPE_CHECKING:
+    from gpu_engine.schema import SourceSnapshot
 
 # Answers up to this size (both halves) are decoded in place, larger ones in the collector's thread
 # pool: a message near the size cap takes seconds to adapt and must not hold the collector's loop.
@@ -49,7 +52,7 @@ class CuzkGrpcSource:
 
 
 async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_depth: int,
-               in_thread: Callable[..., Awaitable[Any]], limits: SourceLimits | None = None) -> dict[str, Any]:
+               in_thread: Callable[..., Awaitable[Any]], limits: SourceLimits | None = None) -> SourceSnapshot:
     """One poll of the source: the panel snapshot, or Unreachable / Malformed naming the half."""
     halves: list[tuple[str, Awaitable[Any]]] = [("gRPC GetStatus", client.grpc.status(max_bytes))]
     if client.http is not None:
@@ -69,18 +72,20 @@ async def poll(client: CuzkGrpcSource, cfg: SourceConfig, max_bytes: int, max_de
         failures = failures[:1]  # GetMetrics failing on the same channel says nothing more
     if failures:
         _raise_named(failures)
-    status_body, second = results[0], results[1]
+    # every failure was raised above: what is left are the answers' bytes (None: no GetMetrics)
+    status_body, second = cast(bytes, results[0]), cast("bytes | None", results[1])
     answer_bytes = len(status_body) + (len(second) if second is not None else 0)
     if answer_bytes <= INLINE_DECODE_BYTES:  # a status message is a few hundred bytes: no thread hop
         return decode_answers(status_body, second, client.http is not None, client.busy_since, cfg, max_depth,
                               limits)
-    return await in_thread(decode_answers, status_body, second, client.http is not None, client.busy_since, cfg,
-                           max_depth, limits)
+    snap: SourceSnapshot = await in_thread(decode_answers, status_body, second, client.http is not None,
+                                           client.busy_since, cfg, max_depth, limits)
+    return snap
 
 
 def decode_answers(status_body: bytes, second: bytes | None, with_http: bool,
                    busy_since: dict[tuple[int, str], float], cfg: SourceConfig, max_depth: int,
-                   limits: SourceLimits | None = None) -> dict[str, Any]:
+                   limits: SourceLimits | None = None) -> SourceSnapshot:
     """The snapshot from GetStatus's bytes and the second answer's (the HTTP status document, or
     GetMetrics' bytes, or None for a daemon without GetMetrics): Malformed naming the half otherwise."""
     with _named("gRPC GetStatus"):
@@ -92,6 +97,7 @@ def decode_answers(status_body: bytes, second: bytes | None, with_http: bool,
             by_kind = None if second is None else metrics_by_kind(parse("GetMetrics", second).prometheus_text)
         return grpc_only_snapshot(part, by_kind)
     with _named("HTTP /status"):
+        assert second is not None  # the HTTP half answers bytes or fails (raised in poll)
         http_snap = decode(second, cfg.kind, max_depth, limits)  # the HTTP half's per-source bounds
     return merge(http_snap, part)
 
@@ -111,4 +117,5 @@ def _raise_named(failures: list[tuple[str, BaseException]]) -> None:
     first = failures[0][1]
     if isinstance(first, Malformed):
         raise Malformed(message, field=first.field, reason=first.reason)
+    assert isinstance(first, Unreachable)  # poll raised every failure that is neither
     raise Unreachable(first.reason, message)

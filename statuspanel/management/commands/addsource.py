@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from statuspanel.fleet.vocabulary import SOURCE_KINDS
 from statuspanel.fleet.forms import SourceForm, form_errors, parse_ssh_target
@@ -19,7 +19,7 @@ from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Sour
 class Command(BaseCommand):
     help = "Add a fleet source (a cuzk daemon or another vastmanager engine) to the dashboard."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the engine id it is shown under")
         parser.add_argument("--kind", required=True, choices=SOURCE_KINDS)
         where = parser.add_mutually_exclusive_group()

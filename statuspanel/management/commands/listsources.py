@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from statuspanel.models import Source
 
@@ -13,11 +13,11 @@ from statuspanel.models import Source
 class Command(BaseCommand):
     help = "List the fleet sources this dashboard watches."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="one JSON document instead of a table")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        rows = [{"name": s.name, "kind": s.kind, "transport": s.transport, "target": s.target(),
+        rows: list[dict[str, Any]] = [{"name": s.name, "kind": s.kind, "transport": s.transport, "target": s.target(),
                  "interval_secs": s.interval_secs, "enabled": s.enabled, "token": bool(s.token),
                  "state": s.state or None, "state_since": s.state_since.isoformat() if s.state_since else None,
                  "error": s.last_error or None}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from statuspanel.models import Source
 
@@ -11,7 +11,7 @@ from statuspanel.models import Source
 class Command(BaseCommand):
     help = "Remove fleet sources (the collector drops them within its reload interval)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("names", nargs="+", metavar="NAME")
 
     def handle(self, *args: Any, **opts: Any) -> None:

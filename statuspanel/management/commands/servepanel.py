@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from gpu_engine.console import cli
 from vastmanager import serving
@@ -20,7 +20,7 @@ class Command(BaseCommand):
     banner_title = "vastmanager servepanel"
     collects_fleet = False
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--bind", type=cli.bind_address, default=("127.0.0.1", 8000), metavar="HOST:PORT",
                             help="where the panel and API listen (default 127.0.0.1:8000)")
 

@@ -2,7 +2,9 @@
 a notifier, validated by the admin's own form; nothing saved on a bad input (every problem named)."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from statuspanel.alerts.forms import NotifierForm, form_errors
 from statuspanel.alerts.models import NOTIFIER_KINDS, Notifier
@@ -11,7 +13,7 @@ from statuspanel.alerts.models import NOTIFIER_KINDS, Notifier
 class Command(BaseCommand):
     help = "Add (or with --replace, change) an alert notifier."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--kind", required=True, choices=NOTIFIER_KINDS)
         parser.add_argument("--url", default="", help="webhook / Slack: the URL to POST to")
@@ -21,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--disabled", action="store_true")
         parser.add_argument("--replace", action="store_true", help="change the notifier of that name")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         secret = opts["secret"]
         if opts["secret_file"]:
             try:

@@ -1,9 +1,11 @@
 """`manage.py listnotifiers [--json]`: the notifiers, without their secrets."""
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from statuspanel.alerts.models import Notifier
 
@@ -11,10 +13,10 @@ from statuspanel.alerts.models import Notifier
 class Command(BaseCommand):
     help = "List the alert notifiers (URLs with tokens and secrets are never shown)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         rows = [{"name": n.name, "kind": n.kind, "target": n.target(), "secret": "set" if n.secret else "none",
                  "enabled": n.enabled, "last_delivery": _last(n)} for n in Notifier.objects.all()]
         if opts["json"]:

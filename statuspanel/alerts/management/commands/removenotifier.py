@@ -1,7 +1,9 @@
 """`manage.py removenotifier NAME...`: remove notifiers (their past deliveries stay, by name)."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from statuspanel.alerts.models import Notifier
 
@@ -9,10 +11,10 @@ from statuspanel.alerts.models import Notifier
 class Command(BaseCommand):
     help = "Remove alert notifiers by name."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("names", nargs="+")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         missing = [n for n in opts["names"] if not Notifier.objects.filter(name=n).exists()]
         if missing:
             raise CommandError(f"no notifier named {', '.join(repr(m) for m in missing)}; nothing removed")

@@ -2,7 +2,9 @@
 a rule's setting (or one engine's override), validated by the admin's own form."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from statuspanel.alerts import specs
 from statuspanel.alerts.forms import RuleOverrideForm, RuleSettingForm, form_errors
@@ -12,7 +14,7 @@ from statuspanel.alerts.models import RuleOverride, RuleSetting
 class Command(BaseCommand):
     help = "Set an alert rule's threshold, `for` duration or switch (per engine with --engine)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("rule", help=", ".join(specs.RULES))
         parser.add_argument("--engine", default="")
         parser.add_argument("--threshold", type=float)
@@ -21,7 +23,7 @@ class Command(BaseCommand):
         switch.add_argument("--enable", action="store_true")
         switch.add_argument("--disable", action="store_true")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         rule, engine = opts["rule"], opts["engine"]
         if rule not in specs.RULES:
             raise CommandError(f"unknown rule {rule!r}; rules: {', '.join(specs.RULES)}")
