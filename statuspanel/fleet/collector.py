@@ -23,7 +23,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from gpu_engine import wire
 from gpu_engine.delivery import Busy, Delivery, SendPolicy
@@ -111,7 +111,7 @@ class FleetCollector:
 
     @property
     def cache(self) -> BaseCache:
-        return self.delivery.cache
+        return cast("BaseCache", self.delivery.cache)
 
     @property
     def send_errors(self) -> int:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import DONE, PROVING
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,8 @@ class MinuteRows:
     source: str
     minute: float
     lanes: dict[str, LaneMinute] = field(default_factory=dict)
-    completed: Counter = field(default_factory=Counter)
-    failed: Counter = field(default_factory=Counter)
+    completed: Counter[str] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
     restarts: int = 0
     partitions: list[list[Any]] = field(default_factory=list)
 
@@ -93,7 +94,7 @@ def _counts(counters: dict[str, Any], key: str) -> dict[str, int]:
 
 
 def counter_deltas(before: dict[str, Any] | None, after: dict[str, Any], uptime_before: float | None,
-                   uptime_after: float | None) -> tuple[Counter, Counter, bool]:
+                   uptime_after: float | None) -> tuple[Counter[str], Counter[str], bool]:
     """(completed by kind, failed by kind, restarted) between two polls' counters.
 
     A restart (any count or the uptime going down) resets the baseline to zero: the counts shown
@@ -130,7 +131,7 @@ class FleetHistory:
         self.rows_written = self.batches = self.restarts_seen = 0
 
     # -- the loop's side ------------------------------------------------------------------------
-    def observe(self, name: str, snap: dict[str, Any], interval_secs: float) -> None:
+    def observe(self, name: str, snap: SnapshotDocument, interval_secs: float) -> None:
         """Fold one good poll of `name` into its open minute (and close the minutes before it)."""
         now = self.clock()
         track = self._tracks.setdefault(name, _Track())
@@ -139,7 +140,8 @@ class FleetHistory:
         if track.last_at is not None and 0 < now - track.last_at <= gap:
             self._spread(name, track, track.last_at, now, busy)
         row = self._minute(name, track, now)
-        counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
+        raw_counters = snap.get("counters")
+        counters: dict[str, Any] = raw_counters if isinstance(raw_counters, dict) else {}
         uptime = snap.get("uptime_secs") if isinstance(snap.get("uptime_secs"), (int, float)) else None
         done, failed, restarted = counter_deltas(track.counters, counters, track.uptime, uptime)
         row.completed.update(done)
@@ -173,7 +175,7 @@ class FleetHistory:
                 acc.add(t0 - row.minute, end - row.minute, is_busy)
             t0 = end
 
-    def _finished_partitions(self, track: _Track, row: MinuteRows, snap: dict[str, Any], now: float) -> None:
+    def _finished_partitions(self, track: _Track, row: MinuteRows, snap: SnapshotDocument, now: float) -> None:
         seen: dict[tuple[str, int], str] = {}
         for pipe in snap.get("pipelines") or []:
             if not isinstance(pipe, dict):
@@ -243,7 +245,7 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _busy_lanes(snap: dict[str, Any]) -> dict[str, tuple[int | None, bool]]:
+def _busy_lanes(snap: SnapshotDocument) -> dict[str, tuple[int | None, bool]]:
     """{lane: (gpu ordinal, busy now)} for each worker (`w<id>`) and each GPU (`gpu<n>`, busy while any of its
     workers is)."""
     lanes: dict[str, tuple[int | None, bool]] = {}
@@ -251,7 +253,8 @@ def _busy_lanes(snap: dict[str, Any]) -> dict[str, tuple[int | None, bool]]:
     for w in snap.get("gpu_workers") or []:
         if not isinstance(w, dict) or w.get("worker_id") is None:
             continue
-        ordinal = w.get("gpu_ordinal") if isinstance(w.get("gpu_ordinal"), int) else 0
+        raw_ordinal = w.get("gpu_ordinal")
+        ordinal: int = raw_ordinal if isinstance(raw_ordinal, int) else 0
         busy = w.get("state") == PROVING
         lanes[f"w{w['worker_id']}"[:32]] = (ordinal, busy)
         gpus[ordinal] = gpus.get(ordinal, False) or busy
@@ -273,12 +276,14 @@ def write_minutes(batch: list[MinuteRows]) -> None:
     known = _known_kinds()
     try:
         existing = set(Source.objects.filter(name__in={m.source for m in batch}).values_list("name", flat=True))
-        rows, outcomes, durations = [], Counter(), []
+        rows: list[FleetMinute] = []
+        outcomes: Counter[tuple[str, str, str]] = Counter()
+        durations: list[tuple[str, str, str, float] | None] = []
         for m in batch:
             if m.source not in existing:
                 continue
             at = datetime.fromtimestamp(m.minute, timezone.utc)
-            by_kind: Counter = Counter()
+            by_kind: defaultdict[str, float] = defaultdict(float)
             for kind, _synth, gpu_ms, _end in m.partitions:
                 by_kind[kind] += (gpu_ms or 0) / 1000
             rows.append(FleetMinute(source_name=m.source, minute=at, lane=ENGINE_LANE, completed=dict(m.completed),
@@ -305,7 +310,7 @@ def write_minutes(batch: list[MinuteRows]) -> None:
         connection.close()
 
 
-def _add_outcomes(outcomes: Counter) -> None:
+def _add_outcomes(outcomes: Counter[tuple[str, str, str]]) -> None:
     """Add a batch to the OutcomeTally rows in a few queries, whatever its size (gpu_engine/tallies.py adds
     one at a time, which costs 300 queries for a minute of 100 sources). The rows are locked meanwhile."""
     from gpu_engine.models import OutcomeTally
