@@ -7,6 +7,8 @@ change, so "when did host X drop" has an answer after the fact (it outlives a re
 """
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
@@ -127,7 +129,7 @@ class FleetMinute(models.Model):
 
 
 @receiver(post_delete, sender=Source)
-def _forget_removed_source(sender, instance: Source, **kwargs) -> None:
+def _forget_removed_source(sender: type[Source], instance: Source, **kwargs: Any) -> None:
     """A removed source leaves no series in /metrics: its tallies go with it (its minutes age out)."""
     from gpu_engine.models import DurationTally, OutcomeTally
 

@@ -8,6 +8,9 @@ every try is a `DeliveryAttempt`. `EvaluatorLease` is the one-evaluator-per-depl
 """
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 
@@ -48,7 +51,7 @@ class Alert(models.Model):
     def __str__(self) -> str:
         return f"{self.rule} {self.engine} {self.subject} ({self.state})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "rule": self.rule, "engine": self.engine, "subject": self.subject,
             "severity": self.severity, "state": self.state, "value": self.value, "message": self.message,
@@ -179,6 +182,6 @@ class EvaluatorLease(models.Model):
         return f"{self.name}: {self.holder} until {self.expires_at}"
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
