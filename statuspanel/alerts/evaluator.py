@@ -15,17 +15,21 @@ import logging
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from gpu_engine.schema import SnapshotDocument
 from statuspanel.alerts import facts as db_facts
 from statuspanel.alerts import specs
 from statuspanel.alerts.lease import Lease, LeaseLost
 from statuspanel.alerts.models import Alert, DeliveryAttempt, Notice, Notifier, RuleOverride, RuleSetting
 from statuspanel.alerts.observations import Observations
 from statuspanel.alerts.rules import RULE_FUNCTIONS, Condition, Facts, fmt_secs
+
+if TYPE_CHECKING:
+    from statuspanel.alerts.delivery import Dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ def load_settings() -> Callable[[str, str], specs.Effective]:
     return effective
 
 
-def default_snapshots() -> list[dict[str, Any]]:
+def default_snapshots() -> Sequence[SnapshotDocument]:
     from statuspanel.live import current_snapshots
 
     return current_snapshots()[0]
@@ -70,8 +74,8 @@ class Evaluator:
     """Evaluates while holding the lease; `start()` runs it in a thread, `stop()` ends it cleanly."""
 
     def __init__(self, *, interval: float | None = None, lease: Lease | None = None,
-                 snapshots: Callable[[], list[dict[str, Any]]] = default_snapshots,
-                 dispatcher=None, clock: Callable[[], float] = time.time) -> None:
+                 snapshots: Callable[[], Sequence[SnapshotDocument]] = default_snapshots,
+                 dispatcher: Dispatcher | None = None, clock: Callable[[], float] = time.time) -> None:
         self.interval = interval if interval is not None else _setting("ALERTS_EVAL_SECS", 1.0)
         self.lease = lease or Lease(ttl=_setting("ALERTS_LEASE_SECS", 5.0))
         self.snapshots = snapshots
@@ -175,7 +179,8 @@ class Evaluator:
             prune(_setting("ALERTS_RETENTION_DAYS", 30.0))
         return conditions
 
-    def facts(self, now: float, snaps: list[dict[str, Any]], window: float, effective) -> Facts:
+    def facts(self, now: float, snaps: Sequence[SnapshotDocument], window: float,
+              effective: Callable[[str, str], specs.Effective]) -> Facts:
         when = datetime.fromtimestamp(now, timezone.utc)
         if now - self._p95_at >= db_facts.P95_REFRESH_SECS:
             self._p95, self._p95_at = db_facts.phase_p95(when), now
@@ -198,7 +203,8 @@ class Evaluator:
             stuck_ceiling_secs=_setting("ALERTS_STUCK_CEILING_SECS", 3600.0),
             admission_wait_secs=_setting("ALERTS_ADMISSION_WAIT_SECS", 300.0), failure_window_secs=window)
 
-    def apply(self, conditions: list[Condition], now: float, effective) -> None:
+    def apply(self, conditions: list[Condition], now: float,
+              effective: Callable[[str, str], specs.Effective]) -> None:
         """The lifecycle step for this evaluation's conditions (inside the fenced transaction)."""
         when = datetime.fromtimestamp(now, timezone.utc)
         open_alerts = {(a.rule, a.engine, a.subject): a for a in Alert.objects.filter(state__in=specs.OPEN_STATES)}

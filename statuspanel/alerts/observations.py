@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Sequence, cast
 
 from gpu_engine.schema import SnapshotDocument
 from gpu_engine.tracker.consistency import check_consistency
@@ -28,7 +28,7 @@ class Observations:
         self._open_phase: dict[tuple[str, str, int], tuple[str, str, float]] = {}
         self._durations: dict[tuple[str, str], deque[float]] = {}
 
-    def observe(self, snaps: list[dict[str, Any]], now: float, window_secs: float) -> None:
+    def observe(self, snaps: Sequence[SnapshotDocument], now: float, window_secs: float) -> None:
         live = set()
         for snap in snaps:
             engine = engine_of(snap)
@@ -51,8 +51,8 @@ class Observations:
         self._failed_samples.pop(engine, None)
         for key in [k for k in self.streaks if k[0] == engine]:
             del self.streaks[key]
-        for key in [k for k in self._open_phase if k[0] == engine]:
-            del self._open_phase[key]
+        for phase_key in [k for k in self._open_phase if k[0] == engine]:
+            del self._open_phase[phase_key]
 
     def _observe_consistency(self, engine: str, snap: SnapshotDocument) -> None:
         problems = snap.get("consistency")
@@ -72,7 +72,8 @@ class Observations:
             self.streaks[(engine, subject)] = (count + 1, message)
 
     def _observe_failed(self, engine: str, snap: SnapshotDocument, now: float, window_secs: float) -> None:
-        counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
+        raw_counters = snap.get("counters")
+        counters: dict[str, Any] = raw_counters if isinstance(raw_counters, dict) else {}
         failed = counters.get("total_failed")
         if not isinstance(failed, int) or isinstance(failed, bool):
             return
@@ -109,7 +110,8 @@ class Observations:
                         previous[2])
                 ms = part.get(OPEN_PHASES.get(phase, ""), None) if phase in OPEN_PHASES else None
                 if isinstance(ms, (int, float)) and not isinstance(ms, bool):
-                    self._open_phase[key] = (kind, phase, ms / 1000.0)
+                    # a number came from OPEN_PHASES' column, so `phase` is one of its (str) keys
+                    self._open_phase[key] = (kind, cast(str, phase), ms / 1000.0)
                     current.add(key)
         for key in [k for k in self._open_phase if k[0] == engine and k not in current]:
             kind, phase, secs = self._open_phase.pop(key)

@@ -8,7 +8,7 @@ Snapshots are read defensively (foreign engines omit keys; docs/SNAPSHOT.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, cast
 
 from gpu_engine.schema import SnapshotDocument
 from gpu_engine.kinds import PROOF_KINDS
@@ -98,14 +98,15 @@ def fmt_secs(secs: float) -> str:
     return f"{secs // 3600}h {secs % 3600 // 60:02d}m"
 
 
-def gpu_idle_while_queued(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def gpu_idle_while_queued(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for snap in snaps:
         engine = engine_of(snap)
         if not _online(snap):
             continue
         if is_fleet(snap):
-            counters = snap.get("counters") if isinstance(snap.get("counters"), dict) else {}
+            raw_counters = snap.get("counters")
+            counters: dict[str, Any] = raw_counters if isinstance(raw_counters, dict) else {}
             # The daemon's queue depth, or its pipelines still queued (they may be counted in it: the larger).
             depth = max(int(_num(counters.get("queue_depth")) or 0),
                         sum(1 for p in _list(snap, "pipelines") if p.get("status") == "queued"))
@@ -124,7 +125,7 @@ def gpu_idle_while_queued(snaps: list[dict[str, Any]], facts: Facts, setting: Se
     return out
 
 
-def partition_stuck(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def partition_stuck(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for snap in snaps:
         engine = engine_of(snap)
@@ -138,7 +139,7 @@ def partition_stuck(snaps: list[dict[str, Any]], facts: Facts, setting: Setting)
                 ms = _num(part.get(OPEN_PHASES.get(phase, ""))) if phase in OPEN_PHASES else None
                 if ms is None:
                     continue
-                p95 = facts.p95_secs.get((kind, phase))
+                p95 = facts.p95_secs.get((kind, cast(str, phase)))  # a number came from an OPEN_PHASES key
                 limit = facts.stuck_ceiling_secs if p95 is None else max(facts.stuck_floor_secs, factor * p95)
                 secs = ms / 1000.0
                 if secs > limit:
@@ -150,7 +151,7 @@ def partition_stuck(snaps: list[dict[str, Any]], facts: Facts, setting: Setting)
     return out
 
 
-def tracker_inconsistent(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def tracker_inconsistent(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for (engine, subject), (streak, message) in sorted(facts.consistency_streaks.items()):
         if streak >= setting("tracker-inconsistent", engine).threshold:
@@ -159,7 +160,7 @@ def tracker_inconsistent(snaps: list[dict[str, Any]], facts: Facts, setting: Set
     return out
 
 
-def source_down(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def source_down(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for snap in snaps:
         source = snap.get("source")
@@ -171,7 +172,7 @@ def source_down(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> 
     return out
 
 
-def engine_down(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def engine_down(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for engine, age in sorted(facts.heartbeat_ages.items()):
         if age > setting("engine-down", engine).threshold:
@@ -180,7 +181,7 @@ def engine_down(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> 
     return out
 
 
-def failure_burst(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def failure_burst(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     window = fmt_secs(facts.failure_window_secs)
     for engine, failures in sorted(facts.failures.items()):
@@ -192,13 +193,14 @@ def failure_burst(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -
     return out
 
 
-def memory_pressure(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def memory_pressure(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     for snap in snaps:
         engine = engine_of(snap)
         if not _online(snap):
             continue
-        mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
+        raw_mem = snap.get("memory")
+        mem: dict[str, Any] = raw_mem if isinstance(raw_mem, dict) else {}
         used, total = _num(mem.get("used_bytes")), _num(mem.get("total_bytes"))
         if used is not None and total:
             pct = 100.0 * used / total
@@ -217,7 +219,7 @@ def memory_pressure(snaps: list[dict[str, Any]], facts: Facts, setting: Setting)
     return out
 
 
-def queue_wait(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def queue_wait(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     limit = setting("queue-wait", QUEUE_ENGINE).threshold
     for kind, (job_id, age) in sorted(facts.oldest_queued.items()):
@@ -228,7 +230,7 @@ def queue_wait(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> l
     return out
 
 
-def requeue_loop(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) -> list[Condition]:
+def requeue_loop(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
     limit = setting("requeue-loop", QUEUE_ENGINE).threshold
     for item in facts.requeues:
@@ -240,7 +242,7 @@ def requeue_loop(snaps: list[dict[str, Any]], facts: Facts, setting: Setting) ->
     return out
 
 
-RULE_FUNCTIONS: dict[str, Callable[[list[dict[str, Any]], Facts, Setting], list[Condition]]] = {
+RULE_FUNCTIONS: dict[str, Callable[[Sequence[SnapshotDocument], Facts, Setting], list[Condition]]] = {
     "gpu-idle-while-queued": gpu_idle_while_queued,
     "partition-stuck": partition_stuck,
     "tracker-inconsistent": tracker_inconsistent,
