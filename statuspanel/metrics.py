@@ -202,7 +202,7 @@ class SnapshotCollector:
         yield wait
 
 
-    def _cost(self, snaps: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _cost(self, snaps: list[Snapshot]) -> Iterator[Metric]:
         """Prices and the cost report's answers (statuspanel/fleet/cost.py), the panel's own numbers."""
         from statuspanel.fleet import cost
 

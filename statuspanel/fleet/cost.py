@@ -13,11 +13,11 @@ the same numbers.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -39,9 +39,9 @@ class Usage:
     watched_secs: float = 0.0          # wall-clock seconds the box was observed
     gpu_secs: float = 0.0              # GPU-seconds observed
     busy_gpu_secs: float = 0.0
-    proofs: Counter = field(default_factory=Counter)
-    failed: Counter = field(default_factory=Counter)
-    kind_gpu_secs: Counter = field(default_factory=Counter)   # partition GPU time by kind
+    proofs: Counter[str] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
+    kind_gpu_secs: Counter[str] = field(default_factory=Counter)   # partition GPU time by kind
 
     @property
     def busy_share(self) -> float | None:
@@ -144,7 +144,7 @@ def local_usage(engine_id: str, since: float, now: float) -> Usage:
                runs.exclude(worker_id="").values("worker_id").distinct().count(), 1)
     usage.gpu_secs = usage.watched_secs * gpus
     for kind, gpu_ms in runs.values("proof_kind").annotate(ms=Sum("gpu_ms")).values_list("proof_kind", "ms"):
-        usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000
+        usage.kind_gpu_secs[kind] += (gpu_ms or 0) / 1000  # type: ignore[assignment]  # float seconds: typeshed types Counter values as int
     usage.busy_gpu_secs = min(usage.gpu_secs, sum(usage.kind_gpu_secs.values()))
     done = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=start, status=JobStatus.DONE).order_by()
     for kind, n in done.values("proof_kind").annotate(n=Count("id")).values_list("proof_kind", "n"):
@@ -196,8 +196,8 @@ def build_report(local_engines: list[str], now: float | None = None, cached: boo
     for window in WINDOWS:
         total = Usage()
         priced_spent = priced_idle = 0.0
-        priced_proofs: Counter = Counter()
-        priced_weighted: Counter = Counter()
+        priced_proofs: Counter[str] = Counter()
+        priced_weighted: defaultdict[str, float] = defaultdict(float)
         any_price = False
         usages = _window_usages(window, engines, now, cached)
         for engine, is_source, price in engines:
@@ -226,7 +226,7 @@ def report(local_engines: list[str] | None = None) -> dict[str, Any]:
     """The report, built at most once per REPORT_CACHE_SECS (the summary, history page and /metrics share it)."""
     cached = cache.get(CACHE_KEY)
     if cached is not None:
-        return cached
+        return cast("dict[str, Any]", cached)  # only report() stores under CACHE_KEY
     if local_engines is None:
         from gpu_engine import wire
 
