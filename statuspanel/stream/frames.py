@@ -44,7 +44,7 @@ MINIMAL_VALUE_CHARS = 4096
 # behind it. Clients waiting for the same frame share one build (single flight).
 _render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render")
 _large_render_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="panel-render-large")
-_building: dict[tuple[int, Any], asyncio.Future[str]] = {}
+_building: dict[tuple[int, Any], asyncio.Future[str | None]] = {}
 _newest_seq: dict[str, int] = {}  # engine id -> the newest seq a frame was asked for (set on the loop)
 
 

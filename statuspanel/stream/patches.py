@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, cast
 
 from statuspanel.render.cache import LRU
 
 HELD_FRAMES = 512  # as many as frame_cache: a held section costs about what its frame does
-held = LRU(HELD_FRAMES)  # (engine, seq, with_html) -> Sections | snapshot JSON text
-patch_cache = LRU(512)
-parsed_snapshots = LRU(256)
+held: LRU[Sections | str] = LRU(HELD_FRAMES)  # (engine, seq, with_html) -> Sections | snapshot JSON text
+patch_cache: LRU[str | None] = LRU(512)
+parsed_snapshots: LRU[dict[str, Any] | None] = LRU(256)
 BODY_CLASS = "engine-body"
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
                        "source", "track", "wbr"})
@@ -120,7 +120,7 @@ def holds(engine_id: str, seq: int, with_html: bool) -> bool:
 
 
 def _snapshot(engine_id: str, seq: int, text: str) -> dict[str, Any] | None:
-    def parse() -> Any:
+    def parse() -> dict[str, Any] | None:
         try:
             value = json.loads(text)
         except ValueError:
@@ -160,10 +160,11 @@ def patch_frame(engine_id: str, base: int, seq: int, with_html: bool) -> str | N
     if old is None or new is None or base >= seq:
         return None
 
+    # `hold` keys by with_html: Sections were held for HTML frames, the snapshot's JSON text for the others
     def build() -> str | None:
         if with_html:
-            return _html_patch(engine_id, base, seq, old, new)
-        old_snap, new_snap = _snapshot(engine_id, base, old), _snapshot(engine_id, seq, new)
+            return _html_patch(engine_id, base, seq, cast(Sections, old), cast(Sections, new))
+        old_snap, new_snap = _snapshot(engine_id, base, cast(str, old)), _snapshot(engine_id, seq, cast(str, new))
         if old_snap is None or new_snap is None:
             return None
         return _json_patch(engine_id, base, seq, old_snap, new_snap)
