@@ -15,6 +15,7 @@ import asyncio
 import logging
 import threading
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -30,7 +31,7 @@ ALERTS_GROUP = f"vastmanager.alerts.{uuid.uuid4().hex[:16]}"
 POLICY = SendPolicy(busy=Busy.WAIT, cancelled_is_error=True)
 
 
-def _state_key(alerts: list[dict]) -> tuple:
+def _state_key(alerts: list[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
     """What a change is: an alert in or out, or its message, acknowledge or silence changed."""
     return tuple((a["id"], a["message"], a["acknowledged_at"], a["silenced_until"]) for a in alerts)
 
@@ -44,7 +45,7 @@ class AlertStream:
         self.seq = 0
         self.latest: tuple[int, str, str] | None = None  # (seq, JSON frame, HTML frame)
         self.errors = 0
-        self._key: tuple | None = None
+        self._key: tuple[tuple[Any, ...], ...] | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()

@@ -7,6 +7,7 @@ silence ends; an acknowledged one is marked as seen.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from django.db import transaction
 
@@ -24,7 +25,7 @@ class AlertActionError(ValueError):
         self.status = status
 
 
-def firing_alerts(engine: str | None = None, *, include_pending: bool = False) -> list[dict]:
+def firing_alerts(engine: str | None = None, *, include_pending: bool = False) -> list[dict[str, Any]]:
     """Firing alerts (and pending ones on request), newest first, as the panel and API send them."""
     states = specs.OPEN_STATES if include_pending else (specs.FIRING,)
     rows = Alert.objects.filter(state__in=states)
@@ -50,7 +51,7 @@ def acknowledge(alert_id: int, who: str) -> Alert:
     return alert
 
 
-def parse_minutes(value) -> int:
+def parse_minutes(value: object) -> int:
     """The one check of a silence's length, however it arrives."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise AlertActionError(f"minutes must be a whole number from 1 to {MAX_SILENCE_MINUTES}")
@@ -63,7 +64,7 @@ def parse_minutes(value) -> int:
     return minutes
 
 
-def silence(alert_id: int, minutes, who: str) -> Alert:
+def silence(alert_id: int, minutes: object, who: str) -> Alert:
     minutes = parse_minutes(minutes)
     with transaction.atomic():
         alert = _open_alert(alert_id)
