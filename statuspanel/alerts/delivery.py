@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -47,7 +47,8 @@ class Dispatcher:
         self.attempts = int(_setting("ALERTS_DELIVERY_ATTEMPTS", 5))
         self.retry_base = _setting("ALERTS_RETRY_BASE_SECS", 2.0)
         self._pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="alerts-send")
-        self._inflight: dict[int, concurrent.futures.Future] = {}
+        # keyed by notifier_id (nullable: a notifier removed meanwhile leaves its deliveries)
+        self._inflight: dict[int | None, concurrent.futures.Future[None]] = {}
         self._last_sent: dict[int, float] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -191,7 +192,7 @@ class Dispatcher:
         return False
 
 
-def _alert_event(notice: Notice) -> dict:
+def _alert_event(notice: Notice) -> dict[str, Any]:
     """One entry of a message's `alerts` list: the alert as it was when the notice was written."""
     a = notice.alert
     data = a.to_dict()
