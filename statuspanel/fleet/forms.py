@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -123,8 +124,8 @@ class SourceForm(_SourceModelForm):
                                   f"seconds, got {value!r}")
         return value
 
-    def clean_price_per_hour(self):
-        value = self.cleaned_data.get("price_per_hour")
+    def clean_price_per_hour(self) -> Decimal | None:
+        value: Decimal | None = self.cleaned_data.get("price_per_hour")
         if value is not None and value < 0:
             raise ValidationError(f"price per hour must be 0 or more (empty: no price), got {value}")
         return value

@@ -65,7 +65,7 @@ def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKET
            f"SUM({fe} - {fs}), MIN({fs}), MAX({fe}) "
            f"FROM {table(PartitionRun)} WHERE engine_id = %s AND ended_at >= %s "
            "AND (gpu_started_at IS NOT NULL OR finalize_started_at IS NOT NULL) GROUP BY 1, 2")
-    params = [start, width, *FAILED_STATES, *FAILED_STATES, engine_id, _dt(start)]
+    params: list[Any] = [start, width, *FAILED_STATES, *FAILED_STATES, engine_id, _dt(start)]
     lanes: dict[tuple[str, str, int], dict[str, Any]] = {}
 
     def add(phase: str, worker: str, b: int, n: Any, failed: Any, busy: Any, first: Any, last: Any) -> None:

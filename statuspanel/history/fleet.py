@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -41,7 +42,7 @@ def is_fleet_engine(engine_id: str) -> bool:
             or FleetMinute.objects.filter(source_name=engine_id).exists())
 
 
-def _rows(engine_id: str, since: float, *fields: str):
+def _rows(engine_id: str, since: float, *fields: str) -> Iterator[tuple[Any, ...]]:
     from statuspanel.models import FleetMinute
 
     return (FleetMinute.objects.filter(source_name=engine_id, minute__gte=datetime.fromtimestamp(since - 60,
