@@ -205,6 +205,9 @@ WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
 # Every frame is built to fit: a snapshot that does not is sent summarised, or as a small "too large
 # to show" section (statuspanel/stream/frames.py), never closing the stream.
 WS_MAX_FRAME_BYTES = env_int("WS_MAX_FRAME_BYTES", 1 << 20)
+# permessage-deflate where the client offers it (every browser does): frames shrink ~5-10x and are
+# compressed once per process, not per client (vastmanager/wscompress.py; figures in docs/THREADS.md).
+WS_COMPRESSION = env_bool("WS_COMPRESSION", True)
 # What the panel draws of a huge engine (statuspanel/render/summary.py); the rest is counted, and the
 # whole data is in /api/fleet, /api/status and /api/jobs/<id>.
 PANEL_MAX_WORKER_CARDS = env_int("PANEL_MAX_WORKER_CARDS", 64)
