@@ -310,8 +310,8 @@ class GuardedServer(Server):
 def build_server(application: Any, host: str, port: int, *, ready_callable: Callable[[], None] | None = None,
                  signal_handlers: bool = False, verbosity: int = 0,
                  file_descriptor: int | None = None) -> GuardedServer:
-    # An inherited listening socket (servepanel --processes) replaces binding host:port.
-    endpoints = ([f"fd:fileno={int(file_descriptor)}:domain={'INET6' if ':' in host else 'INET'}"]
+    # An inherited listening socket (servepanel --processes; IPv4: the fd endpoint's one family) replaces binding.
+    endpoints = ([f"fd:fileno={int(file_descriptor)}"]
                  if file_descriptor is not None else build_endpoint_description_strings(host=host, port=port))
     return GuardedServer(
         application=application,

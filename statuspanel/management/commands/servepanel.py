@@ -51,6 +51,9 @@ class Command(BaseCommand):
         if processes > 1 and not settings.REDIS_URL:
             raise CommandError("--processes above 1 needs REDIS_URL: the in-memory channel layer reaches one "
                                "process only, so the other processes' viewers would get no snapshots")
+        if processes > 1 and ":" in host:
+            raise CommandError("--processes above 1 listens on IPv4 addresses only (the adopted-socket endpoint's "
+                               "one family); bind 0.0.0.0 or an IPv4 address")
         collects = self.collects_fleet and opts["worker_index"] == 0  # one collector per deployment
         panel = serving.PanelServing(host, port, fleet=collects, signal_handlers=True, listen_fd=listen_fd)
         panel.check()
