@@ -42,3 +42,33 @@ def test_settings_use_it_in_the_embedded_mode(settings):
     if settings.CHANNEL_LAYERS["default"]["BACKEND"].endswith("RedisPubSubChannelLayer"):
         pytest.skip("scale-out settings")
     assert isinstance(get_channel_layer(), FanoutInMemoryChannelLayer)
+
+
+@pytest.mark.asyncio
+async def test_group_send_copies_once_and_each_member_gets_its_own_message():
+    layer = FanoutInMemoryChannelLayer()
+    first, second = await layer.new_channel(), await layer.new_channel()
+    for ch in (first, second):
+        await layer.group_add("g", ch)
+    message = {"type": "x.y", "nested": {"n": 1}}
+    await layer.group_send("g", message)
+    message["nested"]["n"] = 2  # the sender's later change never reaches a receiver
+    got_first = await asyncio.wait_for(layer.receive(first), 1)
+    got_first["type"] = "changed"  # nor does one member's change of its own message reach another
+    got_second = await asyncio.wait_for(layer.receive(second), 1)
+    assert got_second == {"type": "x.y", "nested": {"n": 1}}
+
+
+@pytest.mark.asyncio
+async def test_a_full_member_loses_the_message_and_the_others_get_it():
+    layer = FanoutInMemoryChannelLayer(capacity=1)
+    full, reader = await layer.new_channel(), await layer.new_channel()
+    for ch in (full, reader):
+        await layer.group_add("g", ch)
+    await layer.group_send("g", {"type": "x.y", "n": 1})
+    assert (await asyncio.wait_for(layer.receive(reader), 1))["n"] == 1
+    await layer.group_send("g", {"type": "x.y", "n": 2})  # `full` still holds n=1: n=2 is dropped for it
+    assert (await asyncio.wait_for(layer.receive(reader), 1))["n"] == 2
+    assert (await asyncio.wait_for(layer.receive(full), 1))["n"] == 1
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(full), 0.1)
