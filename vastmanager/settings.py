@@ -41,7 +41,11 @@ INSTALLED_APPS = [
     "statuspanel.alerts",
 ]
 
+# gzip for the page and the API answers when the client accepts it (HTTP_COMPRESSION; BREACH: see
+# docs/CONTRACTS.md, "Compression"): first, so it compresses what every other middleware produced.
+HTTP_COMPRESSION = env_bool("HTTP_COMPRESSION", True)
 MIDDLEWARE = [
+    *(["django.middleware.gzip.GZipMiddleware"] if HTTP_COMPRESSION else []),
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
