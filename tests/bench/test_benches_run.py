@@ -111,9 +111,15 @@ def test_fleet_bench_runs(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_websocket_bench_runs(tmp_path) -> None:
-    out = run_bench("websocket.py", "--clients", "2", "--seconds", "1", tmp_path=tmp_path)
-    row = table_row(out, "2")
-    assert int(row[1]) > 0 and row[-1] == "0", out  # frames delivered, no client refused
+    from tests.services import services_up
+
+    processes = ["1", "2"] if services_up() is None else ["1"]  # two processes share one Redis
+    out = run_bench("websocket.py", "--clients", "2", "--seconds", "1", "--compression", "on", "off",
+                    "--processes", *processes, tmp_path=tmp_path)
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert {(row[0], row[1]) for row in rows} == {(p, c) for p in processes for c in ("on", "off")}, out
+    for row in rows:  # procs deflate clients frames ... KB/cl/s ... errors
+        assert row[2] == "2" and int(row[3]) > 0 and float(row[10]) > 0 and row[-1] == "0", out
 
 
 @pytest.mark.slow
