@@ -228,6 +228,51 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pids: 
     }
 
 
+def deflate_cost(frames: int = 200) -> None:
+    """CPU per frame of permessage-deflate: autobahn's own (every client compresses every frame, with
+    context takeover) against the shared compression (once per frame, then a cache lookup per client)."""
+    import zlib
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
+    django.setup()
+    from gpu_engine.budget import MemoryBudget
+    from gpu_engine.tracker import StatusTracker
+    from statuspanel.stream.frames import snapshot_frame
+    from vastmanager.wscompress import SharedDeflate
+
+    payloads = []
+    for n in range(frames):  # the synthetic server's frames: one 16-partition job at some phase
+        tracker = StatusTracker(budget=MemoryBudget(64 << 30), synth_max=4, backend="cpu", grace_secs=5)
+        tracker.register_workers([(0, 0), (1, 0)])
+        job = f"ps-snap-1000-{n}-7"
+        tracker.register_job(job, "snap-update", 16)
+        for p in range(n % 16):
+            tracker.partition_synth_start(job, p)
+        snap = tracker.snapshot()
+        snap.update(engine_id="bench-engine", seq=n, published_at=time.time())
+        payloads.append(snapshot_frame(snap, with_html=True).encode())
+    size = statistics.mean(len(p) for p in payloads)
+    per_client = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15, 8)
+    t0 = time.process_time()
+    out = sum(len(per_client.compress(p) + per_client.flush(zlib.Z_SYNC_FLUSH)) for p in payloads)
+    takeover = (time.process_time() - t0) / frames
+    shared = SharedDeflate()
+    t0 = time.process_time()
+    fresh = sum(len(shared.compress(p, 15, 8)) for p in payloads)
+    once = (time.process_time() - t0) / frames
+    t0 = time.process_time()
+    for p in payloads:
+        shared.compress(bytes(p), 15, 8)  # another client's copy of the same frame: a lookup
+    lookup = (time.process_time() - t0) / frames
+    print(f"frame {size / 1024:.1f} KB html; per-client deflate (context takeover): {takeover * 1e6:.0f} us/frame "
+          f"-> {size / (out / frames):.1f}x; shared (no takeover): {once * 1e6:.0f} us once per frame "
+          f"-> {size / (fresh / frames):.1f}x, then {lookup * 1e6:.1f} us per further client")
+    print(f"at 10 frames/s: per-client deflate costs {takeover * 10 * 100:.1f}% of a core per client; "
+          f"shared costs {lookup * 10 * 100:.3f}% per client")
+
+
 def _start_synthetic(port: int, rate: float, processes: int, env: dict) -> list[subprocess.Popen]:
     """One server process, or `processes` of them on SO_REUSEPORT sockets (the first one publishes)."""
     if processes == 1:
@@ -299,6 +344,8 @@ def main() -> None:
                          "runprover: `runprover --demo --backend cpu` (fan-out while proving)")
     ap.add_argument("--layer", default="", help="channel layer class for the synthetic server (A/B), e.g. "
                     "channels.layers.InMemoryChannelLayer; default: the settings' layer")
+    ap.add_argument("--deflate-cost", action="store_true",
+                    help="only measure the CPU of permessage-deflate per frame and per client, then exit")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)
@@ -306,6 +353,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.serve:
         serve(args.port, args.rate, args.fd, not args.no_publish)
+        return
+    if args.deflate_cost:
+        deflate_cost()
         return
     if args.layer:
         os.environ["BENCH_LAYER"] = args.layer

@@ -287,7 +287,9 @@ class GuardedServer(Server):
     def ws_factory(self, factory: Any) -> None:
         factory.protocol = GuardedWebSocketProtocol
         if settings.WS_COMPRESSION:
-            factory.setProtocolOptions(perMessageCompressionAccept=wscompress.accept_offers)
+            accept = (wscompress.accept_offers_with_takeover if settings.WS_COMPRESSION_TAKEOVER
+                      else wscompress.accept_offers)
+            factory.setProtocolOptions(perMessageCompressionAccept=accept)
         self._ws_factory = factory
 
     def create_application(self, protocol: Any, scope: dict[str, Any]) -> Any:

@@ -72,3 +72,10 @@ def test_compression_setting_off_answers_offers_uncompressed(tmp_path):
         header, frames = asyncio.run(_frames(site.port, "deflate"))
     assert "permessage-deflate" not in header, header
     _assert_snapshot_frames(frames)
+
+
+def test_context_takeover_setting_lets_each_connection_compress_itself(tmp_path):
+    with fed_panel(tmp_path, WS_COMPRESSION_TAKEOVER="true") as site:
+        header, frames = asyncio.run(_frames(site.port, "deflate", 5))
+    assert "permessage-deflate" in header and "server_no_context_takeover" not in header, header
+    _assert_snapshot_frames(frames)
