@@ -120,6 +120,8 @@ def test_websocket_bench_runs(tmp_path) -> None:
     assert {(row[0], row[1]) for row in rows} == {(p, c) for p in processes for c in ("on", "off")}, out
     for row in rows:  # procs deflate clients frames ... KB/cl/s ... errors
         assert row[2] == "2" and int(row[3]) > 0 and float(row[10]) > 0 and row[-1] == "0", out
+    cost = run_bench("websocket.py", "--deflate-cost", tmp_path=tmp_path)
+    assert "us per further client" in cost and "% of a core per client" in cost, cost
 
 
 @pytest.mark.slow
