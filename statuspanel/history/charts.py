@@ -6,24 +6,32 @@ out in SVG user units (a 600 x 100 plot; templates/statuspanel/activity/ draw it
 grows with the rows inside the window, never with the size of the tables; and the reduction runs in
 the database (GROUP BY per minute and kind; latency from a logarithmic histogram once a window holds
 more than EXACT_LATENCY_ROWS runs, history/buckets.py), so no chart reads its rows into Python.
+Windows longer than an hour (the history page's 24 h and 7 d) do not read the runs at all: their
+latency histograms and done counts are summed from the per-hour (and per-minute) rollup the engine's
+history writer keeps (gpu_engine/history_rollup.py), a few thousand rows whatever the rate.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
 from django.db import connection
 
+from gpu_engine import history_rollup
 from gpu_engine.formatting import duration, human_bytes
 from gpu_engine.kinds import PROOF_KINDS, kind_label
 from gpu_engine.models import JobStatus, PartitionRun, PartitionState, ProofJob, TelemetryMinute
 from statuspanel.history import buckets
 
 PLOT_W, PLOT_H = 600.0, 100.0
-RANGES = {"1h": 3600.0, "24h": 86400.0}
+RANGES = {"1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+# Windows longer than this read the per-hour rollup (gpu_engine/history_rollup.py) instead of the
+# runs; USE_ROLLUP False reads the runs for every window (the benchmark's before/after comparison).
+ROLLUP_ABOVE_SECS = 3600.0
+USE_ROLLUP = True
 # One colour class per kind (panel.css .k-<n>), in the kinds' order; unknown kinds get the last.
 KIND_ORDER = list(PROOF_KINDS)
 # Up to this many rows a latency table is computed from the rows themselves (exact); above, from a
@@ -46,8 +54,12 @@ def _legend(kinds: list[str]) -> list[dict[str, str]]:
 
 
 def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> dict[str, Any]:
-    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars."""
+    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars: one per minute
+    up to an hour (counted from the jobs), beyond from the rollup's done counts in bins of
+    `_bin_minutes` (5 minutes for a day, an hour for a week), drawn as the bin's mean per minute."""
     now = time.time() if now is None else now
+    if USE_ROLLUP and minutes > 60:
+        return _throughput_rollup(engine_id, now, minutes)
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -60,25 +72,53 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
         for bucket, kind, n in cursor.fetchall():
             if bucket is not None and 0 <= int(bucket) < minutes:
                 counts[int(bucket)][kind] += int(n)
+    return _bars(counts, minutes, start, end, 1, minutes)
+
+
+def _bin_minutes(minutes: int) -> int:
+    return 60 if minutes > 1440 else 5
+
+
+def _throughput_rollup(engine_id: str, now: float, minutes: int) -> dict[str, Any]:
+    """Done jobs per bin from the rollup: minute rows for 5-minute bins, hour rows for hourly ones."""
+    size = _bin_minutes(minutes)
+    end = now - now % 60 + 60
+    start = end - minutes * 60
+    start -= start % (size * 60)              # bins on whole 5 minutes / hours
+    bins = math.ceil((end - start) / (size * 60))
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    span = history_rollup.HOUR if size == 60 else history_rollup.MINUTE
+    for _, period, kind, _, n in history_rollup.sums(engine_id, span, (history_rollup.DONE,), _dt(start), _dt(end)):
+        b = int((period - start) // (size * 60))
+        if 0 <= b < bins:
+            counts[b][kind] += n
+    return _bars(counts, bins, start, end, size, minutes)
+
+
+def _bars(counts: dict[int, dict[str, int]], bins: int, start: float, end: float, size: int,
+          minutes: int) -> dict[str, Any]:
+    """Stacked bars of `counts[bin][kind]` over `bins` bins of `size` minutes from `start` (the
+    chart of the last `minutes`)."""
     kinds = sorted({k for c in counts.values() for k in c}, key=lambda k: (kind_class(k), k))
     peak = max([sum(c.values()) for c in counts.values()] + [1])
-    width = PLOT_W / minutes
+    width = PLOT_W / bins
     bars = []
     for bucket in sorted(counts):
         y = PLOT_H
-        label = _dt(start + bucket * 60).strftime("%H:%M")
+        label = _dt(start + bucket * size * 60).strftime("%H:%M" if size < 60 else "%a %H:%M")
         for kind in kinds:
             n = counts[bucket].get(kind, 0)
             if not n:
                 continue
             h = PLOT_H * n / peak
             y -= h
-            bars.append({"x": round(bucket * width + 0.5, 2), "y": round(y, 2),
+            rate = f"{n}/min" if size == 1 else f"{n} in {size} min"
+            bars.append({"x": round(bucket * width + 0.5 * min(1.0, width), 2), "y": round(y, 2),
                          "w": round(width - min(1.0, width * 0.2), 2), "h": round(h, 2), "cls": kind_class(kind),
-                         "title": f"{label} · {kind_label(kind)}: {n}/min"})
+                         "title": f"{label} · {kind_label(kind)}: {rate}"})
     total = sum(sum(c.values()) for c in counts.values())
-    return {"bars": bars, "peak": peak, "legend": _legend(kinds), "total": total, "minutes": minutes,
-            "start": start, "end": end}
+    return {"bars": bars, "peak": peak if size == 1 else round(peak / size, 1), "legend": _legend(kinds),
+            "total": total, "minutes": minutes, "start": start, "end": end, "bin_minutes": size}
 
 
 def _percentile(sorted_values: list[float], q: float) -> float | None:
@@ -112,12 +152,38 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
     """p50/p95 by kind of partition latency (synthesis start to settlement) and job latency
     (claim to stored bundle), over proven partitions and done jobs of the last `window_secs`."""
     now = time.time() if now is None else now
+    if USE_ROLLUP and window_secs > ROLLUP_ABOVE_SECS:
+        return _latency_rollup(engine_id, window_secs, now)
     since = _dt(now - window_secs)
     runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE).order_by()
     jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE).order_by()
     if runs.count() > EXACT_LATENCY_ROWS:
         return _latency_histograms(engine_id, since, window_secs)
     return _latency_exact(runs, jobs_qs, window_secs)
+
+
+def _latency_rollup(engine_id: str, window_secs: float, now: float) -> dict[str, Any]:
+    """A day or a week: the histograms summed from the rollup's hours (the window starts at the top
+    of its first hour); exact from the rows when the window holds few runs and jobs."""
+    start = now - window_secs
+    start -= start % history_rollup.HOUR
+    hists: dict[str, dict[str, Counter[int]]] = {history_rollup.PARTITION: defaultdict(Counter),
+                                                 history_rollup.JOB: defaultdict(Counter)}
+    for measure, _, kind, bucket, n in history_rollup.sums(
+            engine_id, history_rollup.HOUR, (history_rollup.PARTITION, history_rollup.JOB), _dt(start)):
+        hists[measure][kind][bucket] += n
+    if all(sum(sum(c.values()) for c in h.values()) <= EXACT_LATENCY_ROWS for h in hists.values()):
+        since = _dt(start)
+        runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
+        jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
+        return _latency_exact(runs.order_by(), jobs_qs.order_by(), window_secs)
+
+    def histogram(by_kind: dict[str, Counter[int]]) -> buckets.Histogram:
+        return {kind: [(history_rollup.bucket_value(b), n) for b, n in sorted(c.items())]
+                for kind, c in by_kind.items()}
+
+    return {"partitions": _rows({}, histogram(hists[history_rollup.PARTITION])),
+            "jobs": _rows({}, histogram(hists[history_rollup.JOB])), "window_secs": window_secs}
 
 
 def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:
