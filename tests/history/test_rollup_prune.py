@@ -22,7 +22,7 @@ def test_prune_drops_rollup_periods_past_retention_in_batches(monkeypatch):
         HistoryRollup(engine_id="e", span_secs=3600, measure="done", period=history_rollup.period_start(p, 3600),
                       proof_kind="porep-c2", bucket=0, count=1) for p in hours + kept])
     monkeypatch.setattr(rollup, "PRUNE_BATCH", 7)
-    steps = rollup.RollupWriter(rollup.MinuteRollup("e"))._prune_steps(cutoff)  # noqa: SLF001 - the writer's steps
+    steps = rollup.RollupWriter(rollup.MinuteRollup("e"))._prune_steps(cutoff)
     calls = 1
     while steps():
         calls += 1
