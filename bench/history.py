@@ -99,13 +99,13 @@ def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: flo
 
 def rollup(connection, now: float) -> None:
     """The rollup rows the engine's history writer would have written for the seeded runs and jobs,
-    built in SQL (tests/history check that both agree), over the 7 days and an hour the charts read.
-    Once, after every seed: the backfill adds to what is there."""
+    built in SQL (tests/history check that both agree), for every seeded run and job (as with a
+    retention of DAYS). Once, after every seed: the backfill adds to what is there."""
     from datetime import datetime, timezone
 
     from gpu_engine import history_rollup
 
-    history_rollup.backfill(datetime.fromtimestamp(now - 7 * 86400 - 3600, timezone.utc))
+    history_rollup.backfill(datetime.fromtimestamp(now - DAYS * 86400 - 3600, timezone.utc))
     with connection.cursor() as c:
         c.execute("ANALYZE")
 

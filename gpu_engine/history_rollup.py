@@ -162,18 +162,36 @@ def prune_batch(cutoff: datetime, batch: int) -> int:
     return len(ids)
 
 
-def sums(engine_id: str, span: int, measures: tuple[str, ...], start: datetime,
-         end: datetime | None = None) -> list[tuple[str, float, str, int, int]]:
-    """(measure, period start as unix seconds, kind, bucket, count) of `engine_id`'s rows of `span`
-    in [start, end): one range read of the unique index (a row per key already)."""
+def _where(engine_id: str, span: int, measures: tuple[str, ...], start: datetime,
+           end: datetime | None) -> tuple[str, list[Any]]:
     adapt = connection.ops.adapt_datetimefield_value
+    sql = (f"FROM {_table()} WHERE engine_id = %s AND span_secs = %s "
+           f"AND measure IN ({', '.join(['%s'] * len(measures))}) AND period >= %s")
     params: list[Any] = [engine_id, span, *measures, adapt(start)]
-    upper = ""
     if end is not None:
-        upper, params = "AND period < %s ", [*params, adapt(end)]
-    sql = (f"SELECT measure, {_epoch('period')}, proof_kind, bucket, count FROM {_table()} "
-           f"WHERE engine_id = %s AND span_secs = %s AND measure IN ({', '.join(['%s'] * len(measures))}) "
-           f"AND period >= %s {upper}")
+        sql, params = sql + " AND period < %s", [*params, adapt(end)]
+    return sql, params
+
+
+def histograms(engine_id: str, measures: tuple[str, ...], start: datetime) -> dict[str, dict[str, dict[int, int]]]:
+    """{measure: {kind: {bucket: count}}} of `engine_id`'s hours from `start` on, summed in the
+    database (one range read of the unique index; a few hundred rows come back)."""
+    where, params = _where(engine_id, HOUR, measures, start, None)
+    out: dict[str, dict[str, dict[int, int]]] = {m: {} for m in measures}
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [(m, float(p), str(k), int(b), int(n)) for m, p, k, b, n in cursor.fetchall()]
+        cursor.execute(f"SELECT measure, proof_kind, bucket, SUM(count) {where} GROUP BY 1, 2, 3", params)
+        for measure, kind, bucket, n in cursor.fetchall():
+            out[str(measure)].setdefault(str(kind), {})[int(bucket)] = int(n)
+    return out
+
+
+def done_per_bin(engine_id: str, span: int, start: datetime, end: datetime,
+                 bin_secs: int) -> list[tuple[int, str, int]]:
+    """(bin, kind, done jobs) of `engine_id` in [start, end), bins of `bin_secs` from `start`, summed
+    in the database from the rows of `span` (minutes or hours)."""
+    where, params = _where(engine_id, span, (DONE,), start, end)
+    sql = (f"SELECT FLOOR(({_epoch('period')} - %s) / {int(bin_secs)}), proof_kind, SUM(count) {where} "
+           "GROUP BY 1, 2")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [start.timestamp(), *params])
+        return [(int(b), str(k), int(n)) for b, k, n in cursor.fetchall() if b is not None]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -88,8 +88,7 @@ def _throughput_rollup(engine_id: str, now: float, minutes: int) -> dict[str, An
     bins = math.ceil((end - start) / (size * 60))
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     span = history_rollup.HOUR if size == 60 else history_rollup.MINUTE
-    for _, period, kind, _, n in history_rollup.sums(engine_id, span, (history_rollup.DONE,), _dt(start), _dt(end)):
-        b = int((period - start) // (size * 60))
+    for b, kind, n in history_rollup.done_per_bin(engine_id, span, _dt(start), _dt(end), size * 60):
         if 0 <= b < bins:
             counts[b][kind] += n
     return _bars(counts, bins, start, end, size, minutes)
@@ -167,18 +166,14 @@ def _latency_rollup(engine_id: str, window_secs: float, now: float) -> dict[str,
     of its first hour); exact from the rows when the window holds few runs and jobs."""
     start = now - window_secs
     start -= start % history_rollup.HOUR
-    hists: dict[str, dict[str, Counter[int]]] = {history_rollup.PARTITION: defaultdict(Counter),
-                                                 history_rollup.JOB: defaultdict(Counter)}
-    for measure, _, kind, bucket, n in history_rollup.sums(
-            engine_id, history_rollup.HOUR, (history_rollup.PARTITION, history_rollup.JOB), _dt(start)):
-        hists[measure][kind][bucket] += n
+    hists = history_rollup.histograms(engine_id, (history_rollup.PARTITION, history_rollup.JOB), _dt(start))
     if all(sum(sum(c.values()) for c in h.values()) <= EXACT_LATENCY_ROWS for h in hists.values()):
         since = _dt(start)
         runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
         jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
         return _latency_exact(runs.order_by(), jobs_qs.order_by(), window_secs)
 
-    def histogram(by_kind: dict[str, Counter[int]]) -> buckets.Histogram:
+    def histogram(by_kind: dict[str, dict[int, int]]) -> buckets.Histogram:
         return {kind: [(history_rollup.bucket_value(b), n) for b, n in sorted(c.items())]
                 for kind, c in by_kind.items()}
 
