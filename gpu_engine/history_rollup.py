@@ -1,11 +1,12 @@
-"""Latency histograms and done counts per hour (and done counts per minute): what the 24 h and 7 d
-history charts read instead of the runs themselves.
+"""Latency histograms per hour and per day, done counts per minute and per hour: what the 24 h and
+7 d history charts read instead of the runs themselves.
 
 A busy engine settles 10^6 partitions a day; percentiles over a day or a week read from the runs cost
 seconds however they are grouped (every row in the window is read). The history writer therefore
 adds each proven partition and each done job, as it stores them, into `HistoryRollup` rows: one per
-(engine, hour, measure, kind, logarithmic bucket), and one count per (engine, minute or hour, kind)
-of done jobs. A week is then a sum over at most 168 hours x kinds x buckets rows, whatever the rate.
+(engine, hour or day, measure, kind, logarithmic bucket), and one count per (engine, minute or hour,
+kind) of done jobs. A week is then a sum over 6 days and at most 47 hours x kinds x buckets rows,
+whatever the rate.
 
 Buckets are FLOOR(LN(seconds) * STEPS_PER_E): edges 1% apart, and a bucket's middle is within 0.5%
 of every value in it, so a percentile from the rollup is within 0.5% of the exact nearest-rank one.
@@ -26,7 +27,9 @@ from django.db import connection
 from gpu_engine.models import HistoryRollup, JobStatus, PartitionRun, PartitionState, ProofJob
 
 STEPS_PER_E = 100
-MINUTE, HOUR = 60, 3600
+MINUTE, HOUR, DAY = 60, 3600, 86400
+# Latency histograms are kept per hour and per day (UTC): a week is 6 whole days plus the hours at its ends.
+HISTOGRAM_SPANS = (HOUR, DAY)
 PARTITION, JOB, DONE = "partition", "job", "done"
 Key = tuple[str, int, str, datetime, str, int]  # engine, span, measure, period start, kind, bucket
 
@@ -62,7 +65,8 @@ def run_counts(runs: Iterable[PartitionRun]) -> Counter[Key]:
         latency = partition_latency(run)
         bucket = bucket_of(latency) if latency is not None else None
         if bucket is not None:
-            counts[(run.engine_id, HOUR, PARTITION, period_start(run.ended_at, HOUR), run.proof_kind, bucket)] += 1
+            for span in HISTOGRAM_SPANS:
+                counts[(run.engine_id, span, PARTITION, period_start(run.ended_at, span), run.proof_kind, bucket)] += 1
     return counts
 
 
@@ -74,7 +78,8 @@ def job_counts(jobs: Iterable[tuple[str, str, datetime | None, datetime]]) -> Co
             counts[(engine_id, span, DONE, period_start(finished, span), kind, 0)] += 1
         bucket = bucket_of((finished - started).total_seconds()) if started is not None else None
         if bucket is not None:
-            counts[(engine_id, HOUR, JOB, period_start(finished, HOUR), kind, bucket)] += 1
+            for span in HISTOGRAM_SPANS:
+                counts[(engine_id, span, JOB, period_start(finished, span), kind, bucket)] += 1
     return counts
 
 
@@ -115,11 +120,12 @@ def record_job_done(pk: int) -> None:
 
 
 def _trunc(column: str, span: int) -> str:
-    """SQL: the start of the minute or hour of a datetime column, as this database stores datetimes."""
-    unit = "minute" if span == MINUTE else "hour"
+    """SQL: the start of the minute, hour or day of a datetime column, as this database stores datetimes."""
+    unit, fmt = {MINUTE: ("minute", "%Y-%m-%d %H:%M:00"), HOUR: ("hour", "%Y-%m-%d %H:00:00"),
+                 DAY: ("day", "%Y-%m-%d 00:00:00")}[span]
     if connection.vendor == "postgresql":
         return f"date_trunc('{unit}', {column})"
-    return f"strftime('{'%Y-%m-%d %H:%M:00' if span == MINUTE else '%Y-%m-%d %H:00:00'}', {column})"
+    return f"strftime('{fmt}', {column})"
 
 
 def _epoch(column: str) -> str:
@@ -138,23 +144,25 @@ def backfill(since: datetime) -> None:
     insert = f"INSERT INTO {_table()} ({_COLUMNS}, count) "
     since_db = connection.ops.adapt_datetimefield_value(since)
     with connection.cursor() as cursor:
-        cursor.execute(insert + f"SELECT engine_id, {HOUR}, '{PARTITION}', {_trunc('ended_at', HOUR)}, proof_kind, "
-                       f"CAST(FLOOR(LN({value}) * {STEPS_PER_E}) AS INTEGER), COUNT(*) FROM {runs} "
-                       f"WHERE state = %s AND ended_at >= %s AND {value} > 0 GROUP BY 1, 2, 3, 4, 5, 6 "
-                       + _upsert_tail(), [PartitionState.DONE, since_db])
+        for span in HISTOGRAM_SPANS:
+            cursor.execute(insert + f"SELECT engine_id, {span}, '{PARTITION}', {_trunc('ended_at', span)}, "
+                           f"proof_kind, CAST(FLOOR(LN({value}) * {STEPS_PER_E}) AS INTEGER), COUNT(*) FROM {runs} "
+                           f"WHERE state = %s AND ended_at >= %s AND {value} > 0 GROUP BY 1, 2, 3, 4, 5, 6 "
+                           + _upsert_tail(), [PartitionState.DONE, since_db])
+            cursor.execute(insert + f"SELECT claimed_by, {span}, '{JOB}', {_trunc('finished_at', span)}, proof_kind, "
+                           f"CAST(FLOOR(LN({job_value}) * {STEPS_PER_E}) AS INTEGER), COUNT(*) FROM {jobs} "
+                           f"WHERE status = %s AND finished_at >= %s AND started_at IS NOT NULL AND {job_value} > 0 "
+                           "GROUP BY 1, 2, 3, 4, 5, 6 " + _upsert_tail(), [JobStatus.DONE, since_db])
         for span in (MINUTE, HOUR):
             cursor.execute(insert + f"SELECT claimed_by, {span}, '{DONE}', {_trunc('finished_at', span)}, proof_kind, "
                            f"0, COUNT(*) FROM {jobs} WHERE status = %s AND finished_at >= %s "
                            "GROUP BY 1, 2, 3, 4, 5, 6 " + _upsert_tail(), [JobStatus.DONE, since_db])
-        cursor.execute(insert + f"SELECT claimed_by, {HOUR}, '{JOB}', {_trunc('finished_at', HOUR)}, proof_kind, "
-                       f"CAST(FLOOR(LN({job_value}) * {STEPS_PER_E}) AS INTEGER), COUNT(*) FROM {jobs} "
-                       f"WHERE status = %s AND finished_at >= %s AND started_at IS NOT NULL AND {job_value} > 0 "
-                       "GROUP BY 1, 2, 3, 4, 5, 6 " + _upsert_tail(), [JobStatus.DONE, since_db])
 
 
 def prune_batch(cutoff: datetime, batch: int) -> int:
-    """Delete at most `batch` rows of periods wholly before `cutoff` (an hour that reaches past it is
-    kept: a 7 d chart starts at the top of the hour 7 days ago); how many."""
+    """Delete at most `batch` rows of periods that began an hour before `cutoff` (the hour reaching
+    past it is kept: a 7 d chart starts at the top of the hour 7 days ago, and reads day rows only for
+    the whole days after that); how many."""
     ids = list(HistoryRollup.objects.filter(period__lt=cutoff - timedelta(seconds=HOUR)).order_by()
                .values_list("pk", flat=True)[:batch])
     if ids:
@@ -173,15 +181,25 @@ def _where(engine_id: str, span: int, measures: tuple[str, ...], start: datetime
     return sql, params
 
 
-def histograms(engine_id: str, measures: tuple[str, ...], start: datetime) -> dict[str, dict[str, dict[int, int]]]:
-    """{measure: {kind: {bucket: count}}} of `engine_id`'s hours from `start` on, summed in the
-    database (one range read of the unique index; a few hundred rows come back)."""
-    where, params = _where(engine_id, HOUR, measures, start, None)
+def histograms(engine_id: str, measures: tuple[str, ...], start: datetime,
+               now: datetime) -> dict[str, dict[str, dict[int, int]]]:
+    """{measure: {kind: {bucket: count}}} of `engine_id` from `start` (the top of an hour) on: the
+    whole UTC days from day rows, the hours before the first and after the last from hour rows; each
+    part summed in the database (a range read of the unique index; a few hundred rows come back)."""
+    first_day = period_start(start - timedelta(seconds=1), DAY) + timedelta(seconds=DAY)
+    today = period_start(now, DAY)
+    if first_day < today:
+        parts = [(HOUR, start, first_day), (DAY, first_day, today), (HOUR, today, None)]
+    else:
+        parts = [(HOUR, start, None)]
     out: dict[str, dict[str, dict[int, int]]] = {m: {} for m in measures}
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT measure, proof_kind, bucket, SUM(count) {where} GROUP BY 1, 2, 3", params)
-        for measure, kind, bucket, n in cursor.fetchall():
-            out[str(measure)].setdefault(str(kind), {})[int(bucket)] = int(n)
+        for span, begin, end in parts:
+            where, params = _where(engine_id, span, measures, begin, end)
+            cursor.execute(f"SELECT measure, proof_kind, bucket, SUM(count) {where} GROUP BY 1, 2, 3", params)
+            for measure, kind, bucket, n in cursor.fetchall():
+                counts = out[str(measure)].setdefault(str(kind), {})
+                counts[int(bucket)] = counts.get(int(bucket), 0) + int(n)
     return out
 
 

@@ -239,12 +239,12 @@ class HistoryRollup(models.Model):
     history writer as runs and jobs settle (gpu_engine/history_rollup.py): the 24 h and 7 d charts sum
     a few thousand of these rows instead of reading a million runs. Kept TELEMETRY_RETENTION_DAYS.
 
-    `span_secs` 3600 rows hold latency histograms (`measure` "partition" or "job", `bucket` a
-    logarithmic bucket of the seconds); 60 and 3600 rows with `measure` "done" count finished jobs
+    `span_secs` 3600 and 86400 rows hold latency histograms (`measure` "partition" or "job", `bucket`
+    a logarithmic bucket of the seconds); 60 and 3600 rows with `measure` "done" count finished jobs
     (`bucket` 0) for the throughput bars."""
 
     engine_id = models.CharField(max_length=128)
-    span_secs = models.IntegerField(help_text="60 (a minute) or 3600 (an hour).")
+    span_secs = models.IntegerField(help_text="60 (a minute), 3600 (an hour) or 86400 (a UTC day).")
     period = models.DateTimeField(help_text="Start of the period (UTC).")
     measure = models.CharField(max_length=16)
     proof_kind = models.CharField(max_length=32)

@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('engine_id', models.CharField(max_length=128)),
-                ('span_secs', models.IntegerField(help_text='60 (a minute) or 3600 (an hour).')),
+                ('span_secs', models.IntegerField(help_text='60 (a minute), 3600 (an hour) or 86400 (a UTC day).')),
                 ('period', models.DateTimeField(help_text='Start of the period (UTC).')),
                 ('measure', models.CharField(max_length=16)),
                 ('proof_kind', models.CharField(max_length=32)),

@@ -166,7 +166,8 @@ def _latency_rollup(engine_id: str, window_secs: float, now: float) -> dict[str,
     of its first hour); exact from the rows when the window holds few runs and jobs."""
     start = now - window_secs
     start -= start % history_rollup.HOUR
-    hists = history_rollup.histograms(engine_id, (history_rollup.PARTITION, history_rollup.JOB), _dt(start))
+    hists = history_rollup.histograms(engine_id, (history_rollup.PARTITION, history_rollup.JOB), _dt(start),
+                                       _dt(now))
     if all(sum(sum(c.values()) for c in h.values()) <= EXACT_LATENCY_ROWS for h in hists.values()):
         since = _dt(start)
         runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
