@@ -38,7 +38,7 @@ DAYS = 30
 # The indexes the charts must use (SQLite names a unique constraint's index sqlite_autoindex_<table>_N).
 INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetryminute_unique", "telemetryminute_minute",
            "sqlite_autoindex_gpu_engine_telemetryminute", "historyrollup_unique",
-           "sqlite_autoindex_gpu_engine_historyrollup")
+           "sqlite_autoindex_gpu_engine_historyrollup", "historyrollup_period")
 
 
 def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: float = DAYS * 86400.0,
