@@ -21,6 +21,7 @@ the last 24 hours (`?range=24h`): bytes and milliseconds of each response, built
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -36,7 +37,8 @@ ENGINE = "bench-engine"
 DAYS = 30
 # The indexes the charts must use (SQLite names a unique constraint's index sqlite_autoindex_<table>_N).
 INDEXES = ("partitionrun_engine_ended", "proofjob_engine_finished", "telemetryminute_unique", "telemetryminute_minute",
-           "sqlite_autoindex_gpu_engine_telemetryminute")
+           "sqlite_autoindex_gpu_engine_telemetryminute", "historyrollup_unique",
+           "sqlite_autoindex_gpu_engine_historyrollup", "historyrollup_period")
 
 
 def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: float = DAYS * 86400.0,
@@ -61,7 +63,8 @@ def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: flo
         c.execute(f"""INSERT INTO gpu_engine_proofjob (id, job_id, proof_kind, priority, status, total_partitions,
             submitted_at, claimed_at, started_at, finished_at, claimed_by, attempts, error, verified, timings)
             SELECT i + {first_job + 1}, '{engine}-job-' || i, {kind}, 0, 'done', 10, {ts.format(t_job + ' - 20')},
-                   {ts.format(t_job + ' - 20')}, {ts.format(t_job + ' - 20')}, {ts.format(t_job)}, '{engine}', 1, '',
+                   {ts.format(t_job + ' - 20')}, {ts.format(t_job + ' - 20 - i % 30')}, {ts.format(t_job)},
+                   '{engine}', 1, '',
                    {'true' if pg else 1}, '{{}}' FROM ({series_j}) s""")
         t_end = f"({now} - i * {step})"
         c.execute(f"""INSERT INTO gpu_engine_partitionrun (job_id, "index", state, synth_ms, gpu_ms, finalize_ms,
@@ -71,7 +74,8 @@ def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: flo
                    200, CAST(i % 8 AS TEXT), (i % 8) / 2, '{engine}', '', {ts.format(t_end)},
                    CASE (i / 10) % 4 WHEN 0 THEN 'porep-c2' WHEN 1 THEN 'snap-update' WHEN 2 THEN 'window-post'
                         ELSE 'winning-post' END,
-                   {ts.format(t_end + ' - 1.0')}, {ts.format(t_end + ' - 0.7')}, {ts.format(t_end + ' - 0.7')},
+                   {ts.format(t_end + ' - 1.0 - (i % 50) * 0.02')}, {ts.format(t_end + ' - 0.7')},
+                   {ts.format(t_end + ' - 0.7')},
                    {ts.format(t_end + ' - 0.2')}, {ts.format(t_end + ' - 0.2')}, {ts.format(t_end)}, {ts.format(t_end)}
             FROM ({series_r}) s""")
         if not telemetry:
@@ -91,6 +95,19 @@ def seed(connection, rows: int, now: float, engine: str = ENGINE, span_secs: flo
             c.execute("ANALYZE")
         else:
             c.execute("ANALYZE")
+
+
+def rollup(connection, now: float) -> None:
+    """The rollup rows the engine's history writer would have written for the seeded runs and jobs,
+    built in SQL (tests/history check that both agree), for every seeded run and job (as with a
+    retention of DAYS). Once, after every seed: the backfill adds to what is there."""
+    from datetime import datetime, timezone
+
+    from gpu_engine import history_rollup
+
+    history_rollup.backfill(datetime.fromtimestamp(now - DAYS * 86400 - 3600, timezone.utc))
+    with connection.cursor() as c:
+        c.execute("ANALYZE")
 
 
 def seed_render(connection, now: float, workers: int = 8, per_worker: int = 300) -> str:
@@ -137,20 +154,45 @@ def queries(now: float):
         "throughput 1h": lambda: charts.throughput(ENGINE, now),
         "latency 1h": lambda: charts.latency(ENGINE, 3600, now),
         "latency 24h": lambda: charts.latency(ENGINE, 86400, now),
+        "latency 7d": lambda: charts.latency(ENGINE, 7 * 86400, now),
+        "throughput 24h": lambda: charts.throughput(ENGINE, now, 1440),
+        "throughput 7d": lambda: charts.throughput(ENGINE, now, 7 * 1440),
         "telemetry 24h": lambda: charts.telemetry(ENGINE, 86400, now),
     }
 
 
-def measure(rows: int, explain_only: bool, repeat: int = 5) -> dict:
+# The day and week charts as they were before the rollup: read from the runs and jobs (--before).
+BEFORE = ("latency 24h", "latency 7d", "throughput 24h", "throughput 7d")
+
+
+def from_rows(fn):
+    """`fn` with the charts reading the runs and jobs for every window (charts.USE_ROLLUP off)."""
+    from statuspanel.history import charts
+
+    def run():
+        charts.USE_ROLLUP = False
+        try:
+            return fn()
+        finally:
+            charts.USE_ROLLUP = True
+
+    return run
+
+
+def measure(rows: int, explain_only: bool, repeat: int = 5, before: bool = False) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     now = time.time()
     t0 = time.perf_counter()
     seed(connection, rows, now)
+    rollup(connection, now)
     out: dict = {"rows": rows, "database": connection.vendor, "seed_secs": round(time.perf_counter() - t0, 2),
                  "queries": {}}
-    for name, fn in queries(now).items():
+    cases = queries(now)
+    if before:
+        cases.update({f"{name} (rows)": from_rows(cases[name]) for name in BEFORE})
+    for name, fn in cases.items():
         with CaptureQueriesContext(connection) as ctx:
             fn()
         plans = [_explain(connection, q["sql"]) for q in ctx.captured_queries]
@@ -208,7 +250,7 @@ def render_and_scrape(connection, now: float) -> dict:
                        "median_ms": round(statistics.median(scrapes), 2)}}
 
 
-def busy(busy_rows: int, day_rows: int) -> dict:
+def busy(busy_rows: int, day_rows: int, before: bool = False) -> dict:
     """Bytes and ms of the activity region and the history pages of engines this busy."""
     from types import SimpleNamespace
 
@@ -221,13 +263,17 @@ def busy(busy_rows: int, day_rows: int) -> dict:
     now = time.time()
     seed(connection, busy_rows, now, engine="bench-busy", span_secs=3600.0, telemetry=False)
     seed(connection, day_rows, now, engine="bench-day", span_secs=86400.0, first_job=busy_rows, telemetry=False)
+    rollup(connection, now)
     factory = RequestFactory()
     user = SimpleNamespace(is_authenticated=True, is_active=True, is_staff=True, is_superuser=True,
                            get_username=lambda: "bench", has_perm=lambda *a: True)
     cases = {"activity region 10m": (activity_partial, "/panel/activity/bench-busy", "bench-busy", {}),
              "activity region 60m": (activity_partial, "/panel/activity/bench-busy", "bench-busy", {"window": "60m"}),
              "history page 1h": (history_page, "/history/bench-busy", "bench-busy", {}),
-             "history page 24h": (history_page, "/history/bench-day", "bench-day", {"range": "24h"})}
+             "history page 24h": (history_page, "/history/bench-day", "bench-day", {"range": "24h"}),
+             "history page 7d": (history_page, "/history/bench-day", "bench-day", {"range": "7d"})}
+    if before:  # the same pages with the charts reading the runs (as before the rollup)
+        cases.update({f"{name} (rows)": cases[name] for name in ("history page 24h", "history page 7d")})
     out: dict = {"database": connection.vendor, "busy_rows": busy_rows, "day_rows": day_rows, "pages": {}}
     for name, (view, path, engine, query) in cases.items():
         times, size = [], 0
@@ -236,7 +282,8 @@ def busy(busy_rows: int, day_rows: int) -> dict:
             request = factory.get(path, query)
             request.user = user
             t = time.perf_counter()
-            response = view(request, engine)
+            response = (from_rows(functools.partial(view, request, engine))() if name.endswith("(rows)")
+                        else view(request, engine))
             times.append((time.perf_counter() - t) * 1000)
             assert response.status_code == 200, (name, response.status_code)
             size = len(response.content)
@@ -253,17 +300,19 @@ def child(args: argparse.Namespace) -> None:
 
     call_command("migrate", verbosity=0)
     if args.busy:
-        print(json.dumps(busy(args.busy_rows, args.day_rows)))
+        print(json.dumps(busy(args.busy_rows, args.day_rows, args.before)))
         return
-    print(json.dumps(measure(args.rows[0], args.explain_only)))
+    print(json.dumps(measure(args.rows[0], args.explain_only, before=args.before)))
 
 
-def run_one(rows: int, database: str, explain_only: bool, busy_sizes: tuple[int, int] | None = None) -> dict:
+def run_one(rows: int, database: str, explain_only: bool, busy_sizes: tuple[int, int] | None = None,
+            before: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=tmp, DJANGO_SETTINGS_MODULE="vastmanager.settings",
                    LOG_LEVEL="WARNING")
         env.pop("REDIS_URL", None)
         argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
+        argv += ["--before"] if before else []
         if busy_sizes is not None:
             argv += ["--busy", "--busy-rows", str(busy_sizes[0]), "--day-rows", str(busy_sizes[1])]
         if database == "postgres":
@@ -283,8 +332,10 @@ def run_one(rows: int, database: str, explain_only: bool, busy_sizes: tuple[int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--database", choices=["sqlite", "postgres"], nargs="+", default=["sqlite"])
     parser.add_argument("--explain-only", action="store_true", help="check the plans; skip the timings")
+    parser.add_argument("--before", action="store_true",
+                        help="also time the 24 h and 7 d charts read from the runs, as before the rollup")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--busy", action="store_true", help="measure a busy engine's activity region and pages")
     parser.add_argument("--busy-rows", type=int, default=100_000, help="runs in the last hour (--busy)")
@@ -294,15 +345,16 @@ def main() -> None:
     if args.child:
         return child(args)
     if args.busy:
-        r = run_one(0, args.database, False, (args.busy_rows, args.day_rows))
+        busy_results = [run_one(0, db, False, (args.busy_rows, args.day_rows), args.before) for db in args.database]
         if args.json:
-            print(json.dumps(r))
+            print(json.dumps(busy_results[0] if len(busy_results) == 1 else busy_results))
             return
-        print(f"{r['database']}: {r['busy_rows']:,} runs in the last hour, {r['day_rows']:,} in the last 24 h")
-        for name, page in r["pages"].items():
-            print(f"  {name:<20} {page['bytes']:>12,} bytes  {page['median_ms']:>9.1f} ms")
+        for r in busy_results:
+            print(f"{r['database']}: {r['busy_rows']:,} runs in the last hour, {r['day_rows']:,} in the last 24 h")
+            for name, page in r["pages"].items():
+                print(f"  {name:<26} {page['bytes']:>12,} bytes  {page['median_ms']:>9.1f} ms")
         return
-    results = [run_one(n, args.database, args.explain_only) for n in args.rows]
+    results = [run_one(n, db, args.explain_only, before=args.before) for db in args.database for n in args.rows]
     if args.json:
         print(json.dumps(results))
         return
@@ -310,13 +362,12 @@ def main() -> None:
         print(f"{r['database']}: {r['rows']:>9,} partition runs (seeded in {r['seed_secs']} s)")
         for name, q in r["queries"].items():
             ms = f"{q['median_ms']:8.2f} ms" if "median_ms" in q else "       -"
-            print(f"  {name:<14} {ms}  index: {'yes' if q['uses_index'] else 'NO'}")
+            print(f"  {name:<21} {ms}  index: {'yes' if q['uses_index'] else 'NO'}")
         if "render" in r:
             print(f"  activity render, {r['render']['workers']} workers x 10 min ({r['render']['bars']} bars): "
                   f"{r['render']['median_ms']:.2f} ms")
             scrape = r["scrape"]
             print(f"  /metrics scrape, {scrape['live_partitions']} live partitions: {scrape['median_ms']:.2f} ms")
-
 
 if __name__ == "__main__":
     main()

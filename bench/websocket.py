@@ -1,15 +1,19 @@
 """WebSocket fan-out benchmark: N clients on one Daphne process while the publisher sends 10/s.
 
-    .venv/bin/python bench/websocket.py --clients 100 200 500 [--seconds 10] [--format html|json] [--full-frames]
+    .venv/bin/python bench/websocket.py --clients 200 500 [--seconds 10] [--format html|json]
+        [--compression on off] [--processes 1 2]
 
-For each N it starts a fresh server process (Daphne serving the real ASGI app in-process, with a
-SnapshotPublisher attached to the server's loop, as runprover does in the embedded mode, fed by a
-tracker that changes ~50 times a second so the publisher runs at its cap), connects N clients,
-and prints the delivery latency (client receive time minus the snapshot's `published_at`, same
-machine clock), frames delivered vs published, the server's and the clients' CPU, and the bytes and
-frames per client per second. Each N runs twice, side by side: `full` (whole frames, the behaviour
-without `?patch=1`) and `patch` (`?patch=1`: a full frame, then patch frames); `--full-frames` runs
-only the first.
+For each (processes, compression, N) it starts fresh server processes (the guarded Daphne,
+vastmanager.server, serving the real ASGI app, with a SnapshotPublisher attached to the first
+server's loop, as runprover does in the embedded mode, fed by a tracker that changes ~50 times a
+second so the publisher runs at its cap), connects N clients, and prints the delivery latency
+(client receive time minus the snapshot's `published_at`, same machine clock), frames delivered vs
+published, wire bytes per client per second, and the server's and the clients' CPU.
+
+`--processes N` (N > 1) serves from N processes sharing the port as `servepanel --processes N` does
+(SO_REUSEPORT sockets, the Redis pub/sub channel layer on REDIS_URL, default redis://127.0.0.1:6379,
+under a private key prefix). `--compression on` makes the clients offer permessage-deflate (the
+server accepts it, WS_COMPRESSION), `off` makes them offer nothing.
 """
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ def _churn(tracker, stop: threading.Event, changes_per_sec: float) -> None:
         n += 1
 
 
-def serve(port: int, rate: float) -> None:
+def serve(port: int, rate: float, fd: int | None = None, publish: bool = True) -> None:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
@@ -69,12 +73,12 @@ def serve(port: int, rate: float) -> None:
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": os.environ["BENCH_LAYER"]}}
     django.setup()
     from daphne import server as daphne_server
-    from daphne.endpoints import build_endpoint_description_strings
 
     from gpu_engine.budget import MemoryBudget
     from gpu_engine.publisher import SnapshotPublisher
     from gpu_engine.tracker import StatusTracker
     from vastmanager.asgi import application
+    from vastmanager.server import build_server
 
     tracker = StatusTracker(budget=MemoryBudget(64 << 30), synth_max=4, backend="cpu", grace_secs=5)
     tracker.register_workers([(0, 0), (1, 0)])
@@ -82,16 +86,26 @@ def serve(port: int, rate: float) -> None:
     stop = threading.Event()
 
     def ready() -> None:
-        pub.attach_loop(daphne_server.twisted_loop)
-        pub.start()
-        threading.Thread(target=_churn, args=(tracker, stop, 50.0), daemon=True).start()
+        if publish:
+            pub.attach_loop(daphne_server.twisted_loop)
+            pub.start()
+            threading.Thread(target=_churn, args=(tracker, stop, 50.0), daemon=True).start()
         print("READY", flush=True)
 
-    server = daphne_server.Server(application=application, endpoints=build_endpoint_description_strings(
-        host="127.0.0.1", port=port), ready_callable=ready, verbosity=0, signal_handlers=True)
+    server = build_server(application, "127.0.0.1", port, ready_callable=ready, signal_handlers=True,
+                          file_descriptor=fd)
+    profile_to = os.environ.get("BENCH_PROFILE")  # a path: the server's cProfile stats, written when it stops
+    if profile_to:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     try:
         server.run()
     finally:
+        if profile_to:
+            profiler.disable()
+            profiler.dump_stats(profile_to)
         stop.set()
         pub.stop()
 
@@ -99,31 +113,42 @@ def serve(port: int, rate: float) -> None:
 # -- client side ----------------------------------------------------------------------------------
 def _published_at(text: str) -> float | None:
     # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
-    # An HTML patch carries it as the section's attribute (a string).
-    for key in ('"published_at":', '"data-published-at":"'):
-        i = text.rfind(key)
-        if i >= 0:
-            break
-    else:
+    i = text.rfind('"published_at":')
+    if i < 0:
         return None
-    j = i + len(key)
+    j = i + len('"published_at":')
     k = j
     while k < len(text) and text[k] in "0123456789.eE+-":
         k += 1
     return float(text[j:k])
 
 
+def _counting_connection(wire: list[int], counting: list[bool]):
+    """A websockets connection class that adds the bytes it reads off the socket to wire[0] while counting."""
+    from websockets.asyncio.client import ClientConnection
+
+    class Counting(ClientConnection):
+        def data_received(self, data: bytes) -> None:
+            if counting[0]:
+                wire[0] += len(data)
+            super().data_received(data)
+
+    return Counting
+
+
 async def client(url: str, on_frame: Callable[[str, float], None], counting: list[bool], ready: asyncio.Event,
-                 errors: list[str]) -> None:
+                 errors: list[str], compression: bool = False, wire: list[int] | None = None) -> None:
     """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting."""
     from urllib.parse import urlsplit
 
     import websockets
 
     origin = f"http://{urlsplit(url).netloc}"  # the page's own origin, port included (the server checks it)
+    connection = _counting_connection(wire, counting) if wire is not None else None
     try:
-        async with websockets.connect(url, origin=origin, max_size=None, open_timeout=60,
-                                      ping_interval=None) as ws:
+        async with websockets.connect(url, origin=origin, max_size=None, open_timeout=60, ping_interval=None,
+                                      compression="deflate" if compression else None,
+                                      create_connection=connection) as ws:
             ready.set()
             async for text in ws:
                 now = time.time()
@@ -134,9 +159,8 @@ async def client(url: str, on_frame: Callable[[str, float], None], counting: lis
         ready.set()  # a refused client must not hold the others' start for two minutes
 
 
-def _record_latency(latencies: list[float], sizes: list[int]) -> Callable[[str, float], None]:
+def _record_latency(latencies: list[float]) -> Callable[[str, float], None]:
     def on_frame(text: str, now: float) -> None:
-        sizes.append(len(text.encode()) if not text.isascii() else len(text))
         published = _published_at(text)
         if published is not None:
             latencies.append(now - published)
@@ -157,15 +181,19 @@ def _tree_cpu(proc) -> float:
     return total
 
 
-async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: int, rate: float,
-                      patch: bool = False) -> dict:
+def _cpu(procs) -> float:
+    return sum(sum(p.cpu_times()[:2]) for p in procs)
+
+
+async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pids: list[int], rate: float,
+                      compression: bool = False, patch: bool = False) -> dict:
     import psutil
 
     url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}&patch={int(patch)}"
     latencies: list[float] = []
-    sizes: list[int] = []
     counting = [False]
     errors: list[str] = []
+    wire = [0]
     tasks, events = [], []
     for start in range(0, n, 50):  # connect in batches so the handshakes do not time out
         batch = []
@@ -173,59 +201,133 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pid: i
             ev = asyncio.Event()
             events.append(ev)
             batch.append(ev)
-            tasks.append(asyncio.create_task(client(url, _record_latency(latencies, sizes), counting, ev, errors)))
+            tasks.append(asyncio.create_task(client(url, _record_latency(latencies), counting, ev, errors,
+                                                    compression, wire)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
-    server, me = psutil.Process(server_pid), psutil.Process()
-    s0, c0, t0 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2]), time.monotonic()
+    servers, me = [psutil.Process(pid) for pid in server_pids], psutil.Process()
+    server = servers[0]
+    s0, c0, t0 = _cpu(servers), sum(me.cpu_times()[:2]), time.monotonic()
     tree0 = _tree_cpu(server)
     counting[0] = True
     await asyncio.sleep(seconds)
     counting[0] = False
     wall = time.monotonic() - t0
-    s1, c1 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2])
+    s1, c1 = _cpu(servers), sum(me.cpu_times()[:2])
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     lat = sorted(latencies)
     q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
     return {
-        "clients": n, "frames": len(lat), "mode": "patch" if patch else "full",
-        "bytes_per_client_s": sum(sizes) / n / wall, "frames_per_client_s": len(sizes) / n / wall,
-        "expected": int(n * rate * wall), "errors": len(errors),
+        "clients": n, "frames": len(lat), "expected": int(n * rate * wall), "errors": len(errors),
         "server_cpu_children_pct": 100 * (_tree_cpu(server) - tree0) / wall,
         "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94], "p99_ms": 1000 * q[98], "max_ms": 1000 * lat[-1] if lat else 0,
         "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * (c1 - c0) / wall,
+        "bytes_per_client_s": wire[0] / max(n, 1) / wall,
     }
 
 
-def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str, patch: bool = False) -> dict:
+def deflate_cost(frames: int = 200) -> None:
+    """CPU per frame of permessage-deflate: autobahn's own (every client compresses every frame, with
+    context takeover) against the shared compression (once per frame, then a cache lookup per client)."""
+    import zlib
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vastmanager.settings")
+    django.setup()
+    from gpu_engine.budget import MemoryBudget
+    from gpu_engine.tracker import StatusTracker
+    from statuspanel.stream.frames import snapshot_frame
+    from vastmanager.wscompress import SharedDeflate
+
+    payloads = []
+    for n in range(frames):  # the synthetic server's frames: one 16-partition job at some phase
+        tracker = StatusTracker(budget=MemoryBudget(64 << 30), synth_max=4, backend="cpu", grace_secs=5)
+        tracker.register_workers([(0, 0), (1, 0)])
+        job = f"ps-snap-1000-{n}-7"
+        tracker.register_job(job, "snap-update", 16)
+        for p in range(n % 16):
+            tracker.partition_synth_start(job, p)
+        snap = tracker.snapshot()
+        snap.update(engine_id="bench-engine", seq=n, published_at=time.time())
+        payloads.append(snapshot_frame(snap, with_html=True).encode())
+    size = statistics.mean(len(p) for p in payloads)
+    per_client = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15, 8)
+    t0 = time.process_time()
+    out = sum(len(per_client.compress(p) + per_client.flush(zlib.Z_SYNC_FLUSH)) for p in payloads)
+    takeover = (time.process_time() - t0) / frames
+    shared = SharedDeflate()
+    t0 = time.process_time()
+    fresh = sum(len(shared.compress(p, 15, 8)) for p in payloads)
+    once = (time.process_time() - t0) / frames
+    t0 = time.process_time()
+    for p in payloads:
+        shared.compress(bytes(p), 15, 8)  # another client's copy of the same frame: a lookup
+    lookup = (time.process_time() - t0) / frames
+    print(f"frame {size / 1024:.1f} KB html; per-client deflate (context takeover): {takeover * 1e6:.0f} us/frame "
+          f"-> {size / (out / frames):.1f}x; shared (no takeover): {once * 1e6:.0f} us once per frame "
+          f"-> {size / (fresh / frames):.1f}x, then {lookup * 1e6:.1f} us per further client")
+    print(f"at 10 frames/s: per-client deflate costs {takeover * 10 * 100:.1f}% of a core per client; "
+          f"shared costs {lookup * 10 * 100:.3f}% per client")
+
+
+def _start_synthetic(port: int, rate: float, processes: int, env: dict) -> list[subprocess.Popen]:
+    """One server process, or `processes` of them on SO_REUSEPORT sockets (the first one publishes)."""
+    if processes == 1:
+        argv = [sys.executable, __file__, "--serve", "--port", str(port), "--rate", str(rate)]
+        procs = [subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)]
+    else:
+        from vastmanager.serving import reuseport_sockets
+
+        sockets = reuseport_sockets("127.0.0.1", port, processes)
+        procs = []
+        for index, sock in enumerate(sockets):
+            argv = [sys.executable, __file__, "--serve", "--port", str(port), "--rate", str(rate),
+                    "--fd", str(sock.fileno()), *(["--no-publish"] if index else [])]
+            procs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+                                          start_new_session=True, pass_fds=(sock.fileno(),)))
+        for sock in sockets:
+            sock.close()
+    for proc in procs:
+        line = proc.stdout.readline()
+        if "READY" not in line:
+            for other in procs:
+                stop_now(other)
+            raise RuntimeError(f"server did not start: {line!r}")
+    return procs
+
+
+def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str, compression: bool = False,
+              processes: int = 1, patch: bool = False) -> dict:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="vm-bench-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
                    PYTHONPATH=str(ROOT), VASTMANAGER_PARAMS_DIR=str(ROOT / "data" / "params"))
         for var in ("REDIS_URL", "DATABASE_URL"):
             env.pop(var, None)
+        if processes > 1:  # one Redis, a key prefix of this run's own
+            env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
+            env["REDIS_PREFIX"] = f"vm-bench-{os.getpid()}-{port}"
         if server == "runprover":
             # The real thing: engine proving demo jobs (synthesis in worker processes) and Daphne in one
             # process; the publisher sends on every change, at most 10/s.
             manage = [sys.executable, str(ROOT / "manage.py")]
             subprocess.run(manage + ["migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-            proc = subprocess.Popen(manage + ["runprover", "--demo", "--backend", "cpu", "--bind", f"127.0.0.1:{port}"],
-                                    cwd=ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+            procs = [subprocess.Popen(manage + ["runprover", "--demo", "--backend", "cpu", "--bind",
+                                                f"127.0.0.1:{port}"],
+                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)]
         else:
-            proc = subprocess.Popen([sys.executable, __file__, "--serve", "--port", str(port), "--rate", str(rate)],
-                                    cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+            procs = _start_synthetic(port, rate, processes, env)
         try:
             if server == "runprover":
-                wait_http(f"http://127.0.0.1:{port}/healthz", proc)
-            else:
-                line = proc.stdout.readline()
-                if "READY" not in line:
-                    raise RuntimeError(f"server did not start: {line!r}")
-            return asyncio.run(run_clients(port, n, seconds, fmt, proc.pid, rate, patch))
+                wait_http(f"http://127.0.0.1:{port}/healthz", procs[0])
+            return asyncio.run(run_clients(port, n, seconds, fmt, [p.pid for p in procs], rate, compression,
+                                           patch))
         finally:
-            stop_now(proc)
+            for proc in procs:
+                stop_now(proc)
 
 
 def main() -> None:
@@ -234,37 +336,52 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--format", choices=["html", "json"], default="html")
     ap.add_argument("--rate", type=float, default=10.0, help="publisher max snapshots per second")
+    ap.add_argument("--patch", action="store_true", help="clients ask for patch frames (?patch=1); "
+                    "bench/fleet.py runs whole frames and patches side by side")
+    ap.add_argument("--compression", choices=["on", "off"], nargs="+", default=["off"],
+                    help="clients offer permessage-deflate (on) or nothing (off); both: side by side")
+    ap.add_argument("--processes", type=int, nargs="+", default=[1],
+                    help="server processes sharing the port (over 1: the Redis layer, synthetic server only)")
     ap.add_argument("--server", choices=["synthetic", "runprover"], default="synthetic",
                     help="synthetic: Daphne + publisher fed by a churning tracker (fan-out alone); "
                          "runprover: `runprover --demo --backend cpu` (fan-out while proving)")
     ap.add_argument("--layer", default="", help="channel layer class for the synthetic server (A/B), e.g. "
                     "channels.layers.InMemoryChannelLayer; default: the settings' layer")
-    ap.add_argument("--full-frames", action="store_true",
-                    help="only whole frames (the behaviour without ?patch=1), not side by side with patches")
+    ap.add_argument("--deflate-cost", action="store_true",
+                    help="only measure the CPU of permessage-deflate per frame and per client, then exit")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--no-publish", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        serve(args.port, args.rate)
+        serve(args.port, args.rate, args.fd, not args.no_publish)
+        return
+    if args.deflate_cost:
+        deflate_cost()
         return
     if args.layer:
         os.environ["BENCH_LAYER"] = args.layer
-    print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} rate<={args.rate}/s "
+    if args.server == "runprover" and args.processes != [1]:
+        ap.error("--processes applies to the synthetic server only")
+    print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} patch={int(args.patch)} "
+          f"rate<={args.rate}/s "
           f"window={args.seconds}s cores={os.cpu_count()}")
-    print(f"{'mode':>5} {'clients':>7} {'frames':>8} {'expected':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-          f"{'max ms':>8} {'server CPU':>10} {'children':>8} {'client CPU':>10} {'errors':>6} "
-          f"{'B/client/s':>11} {'frames/s':>8}")
-    modes = [False] if args.full_frames else [False, True]
-    for n in args.clients:
-        rows = [bench_one(n, args.seconds, args.format, args.rate, args.server, patch) for patch in modes]
-        for r in rows:
-            print(f"{r['mode']:>5} {r['clients']:>7} {r['frames']:>8} {r['expected']:>8} {r['p50_ms']:>8.1f} "
-                  f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['server_cpu_pct']:>9.0f}% "
-                  f"{r['server_cpu_children_pct']:>7.0f}% {r['client_cpu_pct']:>9.0f}% {r['errors']:>6} "
-                  f"{r['bytes_per_client_s']:>11.0f} {r['frames_per_client_s']:>8.1f}", flush=True)
-        if len(rows) == 2 and rows[1]["bytes_per_client_s"]:
-            ratio = rows[0]["bytes_per_client_s"] / rows[1]["bytes_per_client_s"]
-            print(f"{'':>5} {n:>7} bytes per client: {ratio:.1f}x fewer with patches", flush=True)
+    print(f"{'procs':>5} {'deflate':>7} {'clients':>7} {'frames':>8} {'expected':>8} {'deliv%':>6} {'p50 ms':>8} "
+          f"{'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'KB/cl/s':>8} {'server CPU':>10} {'children':>8} "
+          f"{'client CPU':>10} {'errors':>6}")
+    for processes in args.processes:
+        for compression in args.compression:
+            for n in args.clients:
+                r = bench_one(n, args.seconds, args.format, args.rate, args.server, compression == "on", processes,
+                              args.patch)
+                delivered = 100 * r["frames"] / max(r["expected"], 1)
+                print(f"{processes:>5} {compression:>7} {r['clients']:>7} {r['frames']:>8} {r['expected']:>8} "
+                      f"{delivered:>5.0f}% {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} "
+                      f"{r['max_ms']:>8.1f} {r['bytes_per_client_s'] / 1024:>8.1f} {r['server_cpu_pct']:>9.0f}% "
+                      f"{r['server_cpu_children_pct']:>7.0f}% {r['client_cpu_pct']:>9.0f}% {r['errors']:>6}",
+                      flush=True)
+
 
 if __name__ == "__main__":
     main()

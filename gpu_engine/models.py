@@ -241,6 +241,33 @@ class TelemetryMinute(models.Model):
         return f"{self.engine_id} {self.minute:%Y-%m-%d %H:%M} gpu {self.gpu_ordinal}"
 
 
+class HistoryRollup(models.Model):
+    """Settled work of one engine counted per period, kind, measure and latency bucket, written by its
+    history writer as runs and jobs settle (gpu_engine/history_rollup.py): the 24 h and 7 d charts sum
+    a few thousand of these rows instead of reading a million runs. Kept TELEMETRY_RETENTION_DAYS.
+
+    `span_secs` 3600 and 86400 rows hold latency histograms (`measure` "partition" or "job", `bucket`
+    a logarithmic bucket of the seconds); 60 and 3600 rows with `measure` "done" count finished jobs
+    (`bucket` 0) for the throughput bars."""
+
+    engine_id = models.CharField(max_length=128)
+    span_secs = models.IntegerField(help_text="60 (a minute), 3600 (an hour) or 86400 (a UTC day).")
+    period = models.DateTimeField(help_text="Start of the period (UTC).")
+    measure = models.CharField(max_length=16)
+    proof_kind = models.CharField(max_length=32)
+    bucket = models.IntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["engine_id", "span_secs", "measure", "period", "proof_kind", "bucket"],
+            name="historyrollup_unique")]
+        indexes = [models.Index(fields=["period"], name="historyrollup_period")]
+
+    def __str__(self) -> str:
+        return f"{self.engine_id} {self.period:%Y-%m-%d %H:%M}/{self.span_secs}s {self.measure} {self.proof_kind}"
+
+
 class Circuit(models.Model):
     """A registered circom circuit: a proof kind of its own (gpu_engine/circom/registry.py).
 

@@ -13,6 +13,10 @@
 - Frames: the WebSocket message limit is `WS_MAX_FRAME_BYTES`, set deliberately (autobahn's one
   limit, both ways); the panel builds every frame to fit it, and a message over it that reaches the
   protocol anyway is not sent (logged) instead of closing the connection 1011 from inside autobahn.
+- Compression: permessage-deflate where the client offers it and `WS_COMPRESSION` is on, accepted
+  with server_no_context_takeover so a frame is compressed once per process and the same bytes go to
+  every viewer (vastmanager.wscompress); the send window and `WS_MAX_BUFFERED_BYTES` count the
+  compressed bytes on the wire, `WS_MAX_FRAME_BYTES` the frame before compression.
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
 
@@ -35,7 +39,7 @@ from daphne.ws_protocol import WebSocketProtocol
 from django.conf import settings
 from twisted.internet import interfaces, reactor
 
-from vastmanager import limits
+from vastmanager import limits, wscompress
 from vastmanager.backpressure import EXTENSION, SendWindow
 
 log = logging.getLogger(__name__)
@@ -173,6 +177,27 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
                 return
         super().sendData(data, sync, chopsize)
 
+    def sendMessage(  # noqa: N802 - Autobahn's name
+            self, payload: bytes, isBinary: bool = False, fragmentSize: int | None = None,  # noqa: N803 - Autobahn's
+            sync: bool = False, doNotCompress: bool = False) -> None:  # noqa: N803 - Autobahn's name
+        """A compressed message's deflate comes from the shared cache: one compression per frame per process."""
+        params = wscompress.shared_compressor(self)
+        if params is None or doNotCompress or fragmentSize is not None or self.state != self.STATE_OPEN:
+            super().sendMessage(payload, isBinary, fragmentSize, sync, doNotCompress)
+            return
+        if len(payload) < wscompress.MIN_COMPRESS_BYTES:
+            super().sendMessage(payload, isBinary, None, sync, True)
+            return
+        compressed = wscompress.shared_deflate.compress(payload, *params)
+        if 0 < self.maxMessagePayloadSize < len(compressed) or 0 < self.autoFragmentSize < len(compressed):
+            super().sendMessage(payload, isBinary, None, sync, False)  # autobahn's own refusal / fragmenting
+            return
+        stats = self.trafficStats
+        stats.outgoingWebSocketMessages += 1
+        stats.outgoingOctetsAppLevel += len(payload)
+        stats.outgoingOctetsWebSocketLevel += len(compressed)
+        self.sendFrame(opcode=2 if isBinary else 1, payload=compressed, sync=sync, rsv=4)
+
     def onMessage(self, payload: bytes, isBinary: bool) -> None:  # noqa: N802, N803 - Autobahn's names
         queue = getattr(self, "application_queue", None)
         if isinstance(queue, MeteredQueue) and queue.queued_bytes + len(payload) > MAX_QUEUED_BYTES:
@@ -263,6 +288,10 @@ class GuardedServer(Server):
     @ws_factory.setter
     def ws_factory(self, factory: Any) -> None:
         factory.protocol = GuardedWebSocketProtocol
+        if settings.WS_COMPRESSION:
+            accept = (wscompress.accept_offers_with_takeover if settings.WS_COMPRESSION_TAKEOVER
+                      else wscompress.accept_offers)
+            factory.setProtocolOptions(perMessageCompressionAccept=accept)
         self._ws_factory = factory
 
     def create_application(self, protocol: Any, scope: dict[str, Any]) -> Any:
@@ -283,10 +312,14 @@ class GuardedServer(Server):
 
 
 def build_server(application: Any, host: str, port: int, *, ready_callable: Callable[[], None] | None = None,
-                 signal_handlers: bool = False, verbosity: int = 0) -> GuardedServer:
+                 signal_handlers: bool = False, verbosity: int = 0,
+                 file_descriptor: int | None = None) -> GuardedServer:
+    # An inherited listening socket (servepanel --processes; IPv4: the fd endpoint's one family) replaces binding.
+    endpoints = ([f"fd:fileno={int(file_descriptor)}"]
+                 if file_descriptor is not None else build_endpoint_description_strings(host=host, port=port))
     return GuardedServer(
         application=application,
-        endpoints=build_endpoint_description_strings(host=host, port=port),
+        endpoints=endpoints,
         signal_handlers=signal_handlers,
         ready_callable=ready_callable,
         verbosity=verbosity,

@@ -41,7 +41,11 @@ INSTALLED_APPS = [
     "statuspanel.alerts",
 ]
 
+# gzip for the page and the API answers when the client accepts it (HTTP_COMPRESSION; BREACH: see
+# docs/CONTRACTS.md, "Compression"): first, so it compresses what every other middleware produced.
+HTTP_COMPRESSION = env_bool("HTTP_COMPRESSION", True)
 MIDDLEWARE = [
+    *(["django.middleware.gzip.GZipMiddleware"] if HTTP_COMPRESSION else []),
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -212,6 +216,12 @@ WS_MAX_BUFFERED_BYTES = env_int("WS_MAX_BUFFERED_BYTES", 1 << 20)
 # Every frame is built to fit: a snapshot that does not is sent summarised, or as a small "too large
 # to show" section (statuspanel/stream/frames.py), never closing the stream.
 WS_MAX_FRAME_BYTES = env_int("WS_MAX_FRAME_BYTES", 1 << 20)
+# permessage-deflate where the client offers it (every browser does): frames shrink ~5-10x and are
+# compressed once per process, not per client (vastmanager/wscompress.py; figures in docs/THREADS.md).
+WS_COMPRESSION = env_bool("WS_COMPRESSION", True)
+# With context takeover each connection compresses each frame itself: ~9x fewer bytes again, at ~60 us
+# a frame per viewer (0.3 of a core at 500 viewers x 10 frames/s): for a few viewers on thin links.
+WS_COMPRESSION_TAKEOVER = env_bool("WS_COMPRESSION_TAKEOVER", False)
 # What the panel draws of a huge engine (statuspanel/render/summary.py); the rest is counted, and the
 # whole data is in /api/fleet, /api/status and /api/jobs/<id>.
 PANEL_MAX_WORKER_CARDS = env_int("PANEL_MAX_WORKER_CARDS", 64)

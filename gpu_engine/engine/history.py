@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from django.db import connection, transaction
 
-from gpu_engine import tallies
+from gpu_engine import history_rollup, tallies
 from gpu_engine.models import PartitionRun, PartitionState
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,7 @@ class HistoryWriter:
             with transaction.atomic():
                 PartitionRun.objects.bulk_create(runs)
                 tallies.record_durations(phase_observations(runs))
+                history_rollup.record_runs(runs)  # the 24 h / 7 d charts' latency histograms
         except Exception:
             self.errors += 1
             log.exception("could not store %d partition run(s)", len(runs))

@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from gpu_engine import queue, tallies
+from gpu_engine import history_rollup, queue, tallies
 from gpu_engine.budget import MemoryBudget
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.history import HistoryWriter
@@ -150,6 +150,7 @@ class Ledger:
             if ok:
                 tallies.record_durations([(self.config.engine_id, job.kind, tallies.PHASE_JOB,
                                            timings["wall_ms"] / 1000.0)])
+                history_rollup.record_job_done(job.pk)
             if not ok:
                 error = "result discarded: the job was cancelled or re-claimed meanwhile"
                 log.warning("job %s: %s", job.job_id, error)

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
+from gpu_engine import history_rollup
 from gpu_engine.circom.housekeeping import housekeep_quietly
 from gpu_engine.models import TelemetryMinute
 
@@ -114,11 +115,15 @@ def prune_cutoff(days: float | None = None, now: datetime | None = None) -> date
     return (now or datetime.now(timezone.utc)) - timedelta(days=days)
 
 
-def prune_batch(cutoff: datetime, batch: int = PRUNE_BATCH) -> int:
-    """Delete at most `batch` telemetry minutes before `cutoff` in one short transaction; how many."""
+def prune_batch(cutoff: datetime, batch: int | None = None) -> int:
+    """Delete at most `batch` (PRUNE_BATCH) rows before `cutoff` in one short transaction: telemetry
+    minutes, then the history rollup's periods (gpu_engine/history_rollup.py, same retention); how many."""
+    batch = PRUNE_BATCH if batch is None else batch
     ids = list(TelemetryMinute.objects.filter(minute__lt=cutoff).order_by().values_list("pk", flat=True)[:batch])
     if ids:
         TelemetryMinute.objects.filter(pk__in=ids).delete()
+    if len(ids) < batch:
+        return len(ids) + history_rollup.prune_batch(cutoff, batch - len(ids))
     return len(ids)
 
 
@@ -176,7 +181,7 @@ class RollupWriter:
     @staticmethod
     def _log_pruned(n: int) -> None:
         if n:
-            log.info("pruned %d telemetry minute(s) older than %s days", n, retention_days())
+            log.info("pruned %d telemetry minute(s) and history rollup row(s) older than %s days", n, retention_days())
 
     def close(self) -> None:
         try:

@@ -6,6 +6,9 @@ out in SVG user units (a 600 x 100 plot; templates/statuspanel/activity/ draw it
 grows with the rows inside the window, never with the size of the tables; and the reduction runs in
 the database (GROUP BY per minute and kind; latency from a logarithmic histogram once a window holds
 more than EXACT_LATENCY_ROWS runs, history/buckets.py), so no chart reads its rows into Python.
+Windows longer than an hour (the history page's 24 h and 7 d) do not read the runs at all: their
+latency histograms and done counts are summed from the per-hour (and per-minute) rollup the engine's
+history writer keeps (gpu_engine/history_rollup.py), a few thousand rows whatever the rate.
 """
 from __future__ import annotations
 
@@ -17,13 +20,18 @@ from typing import Any
 
 from django.db import connection
 
+from gpu_engine import history_rollup
 from gpu_engine.formatting import duration, human_bytes
 from gpu_engine.kinds import PROOF_KINDS, kind_label
 from gpu_engine.models import JobStatus, PartitionRun, PartitionState, ProofJob, TelemetryMinute
 from statuspanel.history import buckets
 
 PLOT_W, PLOT_H = 600.0, 100.0
-RANGES = {"1h": 3600.0, "24h": 86400.0}
+RANGES = {"1h": 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
+# Windows longer than this read the per-hour rollup (gpu_engine/history_rollup.py) instead of the
+# runs; USE_ROLLUP False reads the runs for every window (the benchmark's before/after comparison).
+ROLLUP_ABOVE_SECS = 3600.0
+USE_ROLLUP = True
 # One colour class per kind (panel.css .k-<n>), in the kinds' order; unknown kinds get the last.
 KIND_ORDER = list(PROOF_KINDS)
 # Up to this many rows a latency table is computed from the rows themselves (exact); above, from a
@@ -53,12 +61,14 @@ MIN_SPAN_SECS = 3600.0
 
 
 def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> dict[str, Any]:
-    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars.
-
-    The time axis starts at the engine's first proof in the range when that is later (an engine
+    """Proofs (jobs done) per minute by kind over the last `minutes`, as stacked bars: up to an hour
+    counted from the jobs, beyond from the rollup's done counts (5-minute bins for a day, hours for a
+    week). The time axis starts at the engine's first proof in the range when that is later (an engine
     younger than the range would otherwise be a sliver at its right edge), and bars widen with the
-    span (one minute over an hour, a quarter of an hour over a day); a bar's height is its mean rate."""
+    span; a bar's height is its mean rate."""
     now = time.time() if now is None else now
+    if USE_ROLLUP and minutes > 60:
+        return _throughput_rollup(engine_id, now, minutes)
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
     per_minute: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -74,16 +84,19 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
     return stacked_bars(per_minute, start, end, minutes)
 
 
-def stacked_bars(per_minute: dict[int, dict[str, int]], start: float, end: float, minutes: int) -> dict[str, Any]:
+def stacked_bars(per_minute: dict[int, dict[str, int]], start: float, end: float, minutes: int,
+                 bucket: int | None = None) -> dict[str, Any]:
     """Counts by kind per minute ({minute from `start`: {kind: n}}) as the throughput chart's stacked bars
-    (local engines' done jobs; fleet engines' counter deltas, statuspanel/history/fleet.py)."""
+    (local engines' done jobs; fleet engines' counter deltas, statuspanel/history/fleet.py), in bars of
+    `bucket` minutes (by default the narrowest that keeps the span under MAX_BARS bars)."""
     if per_minute:  # a young engine's chart starts at its first proof, not at the range's left edge
         first = start + 60 * min(per_minute)
         first_start = max(start, min(end - MIN_SPAN_SECS, first))
     else:
         first_start = start
     span_minutes = max(1, round((end - first_start) / 60))
-    bucket = next((b for b in BUCKET_MINUTES if span_minutes / b <= MAX_BARS), BUCKET_MINUTES[-1])
+    if bucket is None:
+        bucket = next((b for b in BUCKET_MINUTES if span_minutes / b <= MAX_BARS), BUCKET_MINUTES[-1])
     n_buckets = math.ceil(span_minutes / bucket)
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for minute, by_kind in per_minute.items():
@@ -112,6 +125,26 @@ def stacked_bars(per_minute: dict[int, dict[str, int]], start: float, end: float
     total = sum(sum(c.values()) for c in counts.values())
     return {"bars": bars, "peak": peak, "peak_text": f"{peak:.3g}", "legend": _legend(kinds), "total": total,
             "minutes": minutes, "bucket_minutes": bucket, "start": start, "end": end}
+
+
+def _bin_minutes(minutes: int) -> int:
+    return 60 if minutes > 1440 else 5
+
+
+def _throughput_rollup(engine_id: str, now: float, minutes: int) -> dict[str, Any]:
+    """Done jobs per bin from the rollup (minute rows for 5-minute bins, hour rows for hourly ones),
+    drawn by the same stacked bars."""
+    size = _bin_minutes(minutes)
+    end = now - now % 60 + 60
+    start = end - minutes * 60
+    start -= start % (size * 60)              # bins on whole 5 minutes / hours
+    span_minutes = math.ceil((end - start) / 60)
+    per_minute: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    span = history_rollup.HOUR if size == 60 else history_rollup.MINUTE
+    for b, kind, n in history_rollup.done_per_bin(engine_id, span, _dt(start), _dt(end), size * 60):
+        if 0 <= b * size < span_minutes:
+            per_minute[b * size][kind] += n
+    return {**stacked_bars(per_minute, start, end, minutes, bucket=size), "bin_minutes": size}
 
 
 def _percentile(sorted_values: list[float], q: float) -> float | None:
@@ -145,12 +178,35 @@ def latency(engine_id: str, window_secs: float, now: float | None = None) -> dic
     """p50/p95 by kind of partition latency (synthesis start to settlement) and job latency
     (claim to stored bundle), over proven partitions and done jobs of the last `window_secs`."""
     now = time.time() if now is None else now
+    if USE_ROLLUP and window_secs > ROLLUP_ABOVE_SECS:
+        return _latency_rollup(engine_id, window_secs, now)
     since = _dt(now - window_secs)
     runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE).order_by()
     jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE).order_by()
     if runs.count() > EXACT_LATENCY_ROWS:
         return _latency_histograms(engine_id, since, window_secs)
     return _latency_exact(runs, jobs_qs, window_secs)
+
+
+def _latency_rollup(engine_id: str, window_secs: float, now: float) -> dict[str, Any]:
+    """A day or a week: the histograms summed from the rollup's hours (the window starts at the top
+    of its first hour); exact from the rows when the window holds few runs and jobs."""
+    start = now - window_secs
+    start -= start % history_rollup.HOUR
+    hists = history_rollup.histograms(engine_id, (history_rollup.PARTITION, history_rollup.JOB), _dt(start),
+                                       _dt(now))
+    if all(sum(sum(c.values()) for c in h.values()) <= EXACT_LATENCY_ROWS for h in hists.values()):
+        since = _dt(start)
+        runs = PartitionRun.objects.filter(engine_id=engine_id, ended_at__gte=since, state=PartitionState.DONE)
+        jobs_qs = ProofJob.objects.filter(claimed_by=engine_id, finished_at__gte=since, status=JobStatus.DONE)
+        return _latency_exact(runs.order_by(), jobs_qs.order_by(), window_secs)
+
+    def histogram(by_kind: dict[str, dict[int, int]]) -> buckets.Histogram:
+        return {kind: [(history_rollup.bucket_value(b), n) for b, n in sorted(c.items())]
+                for kind, c in by_kind.items()}
+
+    return {"partitions": _rows({}, histogram(hists[history_rollup.PARTITION])),
+            "jobs": _rows({}, histogram(hists[history_rollup.JOB])), "window_secs": window_secs}
 
 
 def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:

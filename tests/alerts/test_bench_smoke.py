@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_alerts_bench_prints_its_figures() -> None:
+def test_alerts_bench_runs() -> None:
     done = subprocess.run([sys.executable, "bench/alerts.py", "--sources", "3", "--engines", "1", "--seconds", "0.5",
                            "--trials", "2", "--for", "0", "--eval-secs", "0.2", "--group-wait", "0.1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=240)

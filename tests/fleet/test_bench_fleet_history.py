@@ -14,7 +14,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "fleet_history.py"
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
-def test_the_history_write_bench_runs_at_a_tiny_size(database: str) -> None:
+def test_fleet_history_bench_runs(database: str) -> None:
     if database == "postgres" and (reason := services_up()):
         pytest.skip(reason)
     out = subprocess.run([sys.executable, str(BENCH), "--sources", "3", "--workers", "2", "--minutes", "2",

@@ -93,6 +93,9 @@ def fleet(tmp_path_factory):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Sources)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     dash = Dashboard(tmp_path_factory.mktemp("frame-limit"), TOKEN)
+    # The per-source cap at the door (FLEET_MAX_WORKERS, 512) would refuse the 1,500-worker source; this
+    # test is about what reaches the stream when a source is allowed to be that big.
+    dash.env["FLEET_MAX_WORKERS"] = "4096"
     for name in ("big", "batch", "small"):
         dash.add_source(name, "--kind", "cuzk", "--url", f"http://127.0.0.1:{server.server_port}/{name}/status",
                         "--interval", "0.5")

@@ -1,0 +1,96 @@
+"""permessage-deflate for the panel's WebSocket, compressed once per frame rather than once per client.
+
+Every viewer of the stream is sent the same frames. autobahn compresses each message on each
+connection; with context takeover (the default) the output depends on what that connection sent
+before, so N viewers cost N compressions of every frame (measured in bench/websocket.py: the
+dominant server cost at hundreds of clients). The server therefore accepts a client's offer only
+with `server_no_context_takeover` (RFC 7692 lets the server add it to any offer): every message is
+then compressed from a fresh deflate state, so the same payload under the same parameters gives the
+same bytes, and `SharedDeflate` keeps the last few compressed payloads to hand to every other
+connection. Frames are self-contained JSON documents of a few to tens of KB, so the lost context
+costs little ratio.
+
+A client that offers nothing (or offers only what the server cannot accept) gets an uncompressed
+stream, as before. `WS_COMPRESSION=false` turns the extension off.
+"""
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from typing import Any
+
+from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
+
+# Payloads shorter than this are sent as they are: deflate's header and the cache lookup cost more
+# than the few bytes saved (pongs, errors, small JSON frames).
+MIN_COMPRESS_BYTES = 256
+# Distinct payloads kept compressed: a fleet publishes a few dozen frames a second, every client of
+# a process sends them within a fraction of a second, so a small cache holds every frame in flight.
+SHARED_PAYLOADS = 256
+
+
+class NoContextTakeoverAccept(PerMessageDeflateOfferAccept):
+    """An acceptance that says server_no_context_takeover in the response even when the client did not
+    ask for it (RFC 7692 7.1.1.1 allows it; autobahn writes it only when asked, though it compresses so)."""
+
+    def get_extension_string(self) -> str:
+        text = super().get_extension_string()
+        return text if "server_no_context_takeover" in text else text + "; server_no_context_takeover"
+
+
+def accept_offers(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
+    """The first permessage-deflate offer, accepted with server_no_context_takeover; None: no compression."""
+    for offer in offers:
+        if isinstance(offer, PerMessageDeflateOffer):
+            return NoContextTakeoverAccept(offer, no_context_takeover=True)
+    return None
+
+
+def accept_offers_with_takeover(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
+    """The first offer as the client made it (context takeover unless it asked otherwise): each connection
+    compresses each frame itself, ~9x smaller than without takeover and ~60 us a frame per client
+    (WS_COMPRESSION_TAKEOVER: a few viewers on thin links, not hundreds)."""
+    for offer in offers:
+        if isinstance(offer, PerMessageDeflateOffer):
+            return PerMessageDeflateOfferAccept(offer)
+    return None
+
+
+class SharedDeflate:
+    """Compressed payloads by (payload, window bits, memory level): the same bytes for every connection."""
+
+    def __init__(self, size: int = SHARED_PAYLOADS, level: int = zlib.Z_DEFAULT_COMPRESSION) -> None:
+        self.size = size
+        self.level = level
+        self._cache: OrderedDict[tuple[bytes, int, int], bytes] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def compress(self, payload: bytes, window_bits: int, mem_level: int) -> bytes:
+        key = (payload, window_bits, mem_level)
+        done = self._cache.get(key)
+        if done is not None:
+            self.hits += 1
+            self._cache.move_to_end(key)
+            return done
+        self.misses += 1
+        deflate = zlib.compressobj(self.level, zlib.DEFLATED, -window_bits, mem_level)
+        done = deflate.compress(payload) + deflate.flush(zlib.Z_SYNC_FLUSH)
+        # RFC 7692 7.2.1: the sync flush's empty stored block (00 00 ff ff) is left off.
+        if done.endswith(b"\x00\x00\xff\xff"):
+            done = done[:-4]
+        self._cache[key] = done
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return done
+
+
+shared_deflate = SharedDeflate()
+
+
+def shared_compressor(protocol: Any) -> tuple[int, int] | None:
+    """(window bits, memory level) when `protocol`'s messages may use the shared cache, else None."""
+    pmc = getattr(protocol, "_perMessageCompress", None)
+    if pmc is None or not getattr(pmc, "server_no_context_takeover", False):
+        return None
+    return pmc.server_max_window_bits, pmc.mem_level
