@@ -116,7 +116,9 @@ def record_job_done(pk: int) -> None:
     row = (ProofJob.objects.filter(pk=pk, status=JobStatus.DONE, finished_at__isnull=False)
            .values_list("claimed_by", "proof_kind", "started_at", "finished_at").first())
     if row is not None:
-        add(job_counts([row]))
+        engine, kind, started_at, finished_at = row
+        if finished_at is not None:  # always so (the filter above): narrows the column's type
+            add(job_counts([(engine, kind, started_at, finished_at)]))
 
 
 def _trunc(column: str, span: int) -> str:

@@ -68,7 +68,7 @@ class FanoutInMemoryChannelLayer(InMemoryChannelLayer):
         return (kind, engine_id) if kind in self.coalesce_types and isinstance(engine_id, str) else None
 
     async def receive(self, channel: str) -> dict[str, Any]:
-        message = await super().receive(channel)
+        message: dict[str, Any] = await super().receive(channel)  # channels is untyped: a message is a dict
         waiting = self._unreceived.get(channel)
         if waiting:
             key = self._coalesce_key(message)
