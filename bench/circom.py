@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO))
 from gpu_engine import backends
 from gpu_engine.circom import snarkjs_json
 from gpu_engine.circom.api import CircuitRef
-from gpu_engine.circom.parallel import preload_key, prove_parallel
 from gpu_engine.circom.keycache import dump_key, load_key_bytes
+from gpu_engine.circom.parallel import preload_key, prove_parallel
 from gpu_engine.circom.prover import make_witness, prove_device, prove_finalize
 from gpu_engine.circom.r1cs import check_witness, read_r1cs
 from gpu_engine.circom.witness import WitnessCalculator

@@ -18,8 +18,16 @@ from django.utils import timezone
 from gpu_engine.kinds import get_kind
 from gpu_engine.models import FINAL_STATUSES, JobStatus, ProofJob
 from gpu_engine.tallies import record_outcomes, record_queue_wait
-from gpu_engine.validation import (JOB_ID_RE, PRIORITY_MAX, PRIORITY_MIN, JobError, row_problem,  # noqa: F401 - re-exported
-                                   validate_job_id, validate_kind, validate_priority)
+from gpu_engine.validation import (  # noqa: F401 - re-exported
+    JOB_ID_RE,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    JobError,
+    row_problem,
+    validate_job_id,
+    validate_kind,
+    validate_priority,
+)
 
 CLAIM_ORDER = ("-priority", "submitted_at", "id")
 

@@ -12,8 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpu_engine.groth16.keys import Params
-from gpu_engine.groth16.params_cache import (ParamsMissing, ParamsUnavailable, circuit_shape, load_params,
-                                             params_path, unavailable_message)
+from gpu_engine.groth16.params_cache import (
+    ParamsMissing,
+    ParamsUnavailable,
+    circuit_shape,
+    load_params,
+    params_path,
+    unavailable_message,
+)
 from gpu_engine.groth16.setup import Progress
 from gpu_engine.models import ProofJob
 

@@ -13,14 +13,13 @@ read-only status token where one is configured, a logged-in session, or none wit
 """
 from __future__ import annotations
 
-from django.db import DatabaseError
-
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry
@@ -28,13 +27,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
-from gpu_engine.validation import valid_kinds
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
 from gpu_engine.schema import Snapshot
+from gpu_engine.validation import valid_kinds
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
-from statuspanel.fleet.vocabulary import SOURCE_ONLINE
 from statuspanel.alerts.metrics import alert_metrics
 from statuspanel.auth import _unauthorized, bearer_token, can_read_status
+from statuspanel.fleet.vocabulary import SOURCE_ONLINE
 from statuspanel.live import current_snapshots
 from statuspanel.render.engine import engine_id_of
 from statuspanel.render.numbers import num

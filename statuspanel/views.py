@@ -10,11 +10,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from gpu_engine.models import FINAL_STATUSES, ProofJob
+from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS
 from statuspanel.history.views import activity_context
 from statuspanel.live import current_snapshots
-from statuspanel.render.fleet import COLLAPSE_OVER, is_fleet_source
 from statuspanel.render.engine import engine_id_of, fleet_summary_of, render_engine_with_tally
-from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS
+from statuspanel.render.fleet import COLLAPSE_OVER, is_fleet_source
 
 WS_PATH = "/ws/status/"
 HISTORY_ROWS = 15

@@ -17,8 +17,8 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from gpu_engine.circom.prover import CircuitKey
 from gpu_engine.circom.zkey import Zkey
-from gpu_engine.groth16.keys import VerifyingKey
 from gpu_engine.groth16.keyfile import KeyFileError, pack, unpack, write_atomic
+from gpu_engine.groth16.keys import VerifyingKey
 from gpu_engine.groth16.points import g1_from_bytes_unchecked, g2_from_bytes_unchecked
 
 MAGIC = b"VMCIRC\x01\x00"

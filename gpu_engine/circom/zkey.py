@@ -22,7 +22,7 @@ from gpu_engine.circom.points import (
     read_g2,
     read_g2_vector,
 )
-from gpu_engine.groth16.field import R, TWO_ADICITY
+from gpu_engine.groth16.field import TWO_ADICITY, R
 from gpu_engine.groth16.points import Q
 
 MAGIC = b"zkey"

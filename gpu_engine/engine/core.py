@@ -29,8 +29,8 @@ from gpu_engine.engine.feeder import Feeder
 from gpu_engine.engine.heartbeat import Heartbeat
 from gpu_engine.engine.history import HistoryWriter
 from gpu_engine.engine.ledger import Ledger
-from gpu_engine.engine.rollup import MinuteRollup, RollupWriter
 from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
+from gpu_engine.engine.rollup import MinuteRollup, RollupWriter
 from gpu_engine.engine.state import ActiveJob, JobEvent, RunState, WorkQueue, guarded
 from gpu_engine.engine.stats import EngineStats
 from gpu_engine.engine.telemetry import TelemetryPoller

@@ -18,8 +18,16 @@ from gpu_engine import history_rollup, queue, tallies
 from gpu_engine.budget import MemoryBudget
 from gpu_engine.engine.config import EngineConfig
 from gpu_engine.engine.history import HistoryWriter
-from gpu_engine.engine.state import (STOP_CANCELLED, STOP_FAILED, STOP_LOST, STOP_RETURNED, ActiveJob, JobEvent,
-                                     RunState, Work)
+from gpu_engine.engine.state import (
+    STOP_CANCELLED,
+    STOP_FAILED,
+    STOP_LOST,
+    STOP_RETURNED,
+    ActiveJob,
+    JobEvent,
+    RunState,
+    Work,
+)
 from gpu_engine.engine.stats import EngineStats
 from gpu_engine.models import PartitionState
 from gpu_engine.tracker import StatusTracker

@@ -12,13 +12,13 @@ decides when they go, and they go with it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
 import select
 import signal
 import threading
-import functools
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool

@@ -18,8 +18,8 @@ from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.backends.errors import DeviceError
 from gpu_engine.engine.ledger import Ledger
 from gpu_engine.engine.proving import ParamsRef, ProvingPool, system_for
-from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.engine.state import RunState, Work, WorkQueue
+from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import PartitionState
 
 log = logging.getLogger("gpu_engine.engine")

@@ -24,8 +24,23 @@ from typing import TYPE_CHECKING, Any
 from gpu_engine.schema import Snapshot
 from gpu_engine.tracker.records import JobRecord, PartitionRecord, TrackerError, WorkerRecord
 from gpu_engine.tracker.snapshot import format_snapshot
-from gpu_engine.vocabulary import (ACTIVE_PHASES, CANCELLED, DONE, ERROR, FAILED, FINALIZING, GPU, GPU_KEYS, IDLE,
-                                   JOB_OUTCOMES, PENDING, PROVING, REQUEUED, SYNTH_DONE, SYNTHESIZING)
+from gpu_engine.vocabulary import (
+    ACTIVE_PHASES,
+    CANCELLED,
+    DONE,
+    ERROR,
+    FAILED,
+    FINALIZING,
+    GPU,
+    GPU_KEYS,
+    IDLE,
+    JOB_OUTCOMES,
+    PENDING,
+    PROVING,
+    REQUEUED,
+    SYNTH_DONE,
+    SYNTHESIZING,
+)
 
 if TYPE_CHECKING:
     from gpu_engine.budget import MemoryBudget

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from urllib.parse import urlsplit
-
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.core.exceptions import ValidationError

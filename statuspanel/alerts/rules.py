@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, cast
 
-from gpu_engine.schema import SnapshotDocument
 from gpu_engine.kinds import PROOF_KINDS
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import IDLE
-from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES
 from statuspanel.alerts.specs import QUEUE_ENGINE, Effective
+from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES
 
 OPEN_PHASES = {"synthesizing": "synth_ms", "gpu": "gpu_ms", "finalizing": "finalize_ms"}
 

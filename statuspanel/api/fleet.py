@@ -11,9 +11,9 @@ from django.http import HttpRequest, JsonResponse
 from gpu_engine.schema import SnapshotDocument
 from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
-from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES
 from statuspanel.api.responses import methods
 from statuspanel.auth import status_auth_required
+from statuspanel.fleet.vocabulary import SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES
 from statuspanel.live import current_snapshots
 from statuspanel.render.numbers import num
 

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from gpu_engine import wire
 from gpu_engine.delivery import Busy, Delivery, SendPolicy
-from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 from statuspanel.fleet import sources as source_table
 from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.cuzk_grpc import source as grpc_source
@@ -37,6 +36,7 @@ from statuspanel.fleet.history import FleetHistory, prune_minutes
 from statuspanel.fleet.poller import MAX_DEPTH, SourceState, backoff_delay, decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import MAX_BYTES, SourceConfig, fetch, make_client, tls_context
+from statuspanel.fleet.vocabulary import SOURCE_MALFORMED, SOURCE_UNREACHABLE
 
 if TYPE_CHECKING:
     import httpx

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_engine.schema import Gpu, GpuWorker, Partition, Pipeline, SourceSnapshot
-
 from gpu_engine.kinds import kind_label
+from gpu_engine.schema import Gpu, GpuWorker, Partition, Pipeline, SourceSnapshot
 from gpu_engine.tracker.consistency import check_consistency
 from gpu_engine.vocabulary import DONE, ERROR, FAILED, IDLE, PENDING, PROVING, QUEUED, RUNNING
-from statuspanel.fleet.shape import (Malformed, count_map, field, integer, number, objects,
-                                     section)
+from statuspanel.fleet.shape import Malformed, count_map, field, integer, number, objects, section
 
 ALLOCATION_POOLS = ("srs", "pce")
 _ID = (int,)  # worker ids are ints, in cuzk and here

@@ -15,8 +15,8 @@ import math
 import os
 import re
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django import forms
@@ -24,9 +24,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from gpu_engine import runtime, wire
+from gpu_engine.wire import validate_engine_id
 from statuspanel.fleet.targets import ALLOW_SETTING, literal_problem, refusal
 from statuspanel.fleet.vocabulary import SOURCE_KINDS, SOURCE_TRANSPORTS
-from gpu_engine.wire import validate_engine_id
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")

@@ -16,11 +16,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from gpu_engine.schema import SourceSnapshot
 from statuspanel.fleet.bounds import SourceLimits, check_bounds, utf8_text
-from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 from statuspanel.fleet.cuzk import adapt_cuzk
 from statuspanel.fleet.cuzk_grpc.channel import public_grpc_target
 from statuspanel.fleet.shape import Malformed, nesting_depth
 from statuspanel.fleet.transport import SourceConfig
+from statuspanel.fleet.vocabulary import SOURCE_ONLINE, SOURCE_STALE, STALE_INTERVALS
 
 MAX_DEPTH = 64
 # Backoff while failing: the delay doubles from one interval up to this many intervals (at most 30 s),

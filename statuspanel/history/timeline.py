@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from gpu_engine.schema import SnapshotDocument
 from gpu_engine.formatting import duration, ms_duration, worker_label
 from gpu_engine.kinds import kind_label
 from gpu_engine.models import PartitionRun
+from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import FINALIZING, GPU
 from statuspanel.history import buckets
 

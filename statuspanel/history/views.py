@@ -19,15 +19,15 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from gpu_engine.schema import Snapshot, SnapshotDocument
 from gpu_engine import wire
+from gpu_engine.schema import Snapshot, SnapshotDocument
+from statuspanel.fleet import cost
 from statuspanel.history import charts
 from statuspanel.history import fleet as fleet_history
-from statuspanel.fleet import cost
+from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 from statuspanel.live import current_snapshots
 from statuspanel.render.cost import cost_rows
 from statuspanel.render.engine import engine_id_of
-from statuspanel.history.timeline import DEFAULT_WINDOW, WINDOWS, build_timeline
 
 ACTIVITY_REFRESH_SECS = 2.0
 ACTIVITY_CACHE_SECS = 1  # whole seconds: Django's Redis cache keeps no shorter timeout

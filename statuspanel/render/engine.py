@@ -14,12 +14,12 @@ from django.template.loader import render_to_string
 
 from gpu_engine.kinds import kind_label
 from gpu_engine.schema import SnapshotDocument
+from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
+from statuspanel.fleet.cuzk_grpc.render import grpc_context
 from statuspanel.render import fleet as fleet_render
 from statuspanel.render import summary
 from statuspanel.render.cache import LRU
 from statuspanel.render.numbers import num
-from statuspanel.fleet.cuzk_grpc.render import grpc_context
-from gpu_engine.vocabulary import DONE, FAILED, FINALIZING, GPU, IDLE, PENDING, PHASES, RUNNING, SYNTHESIZING
 
 ENGINE_TEMPLATE = "statuspanel/_engine.html"
 GAUGE_YELLOW_PCT = 60.0

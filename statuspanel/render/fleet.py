@@ -15,8 +15,13 @@ from typing import Any
 
 from gpu_engine.schema import SnapshotDocument
 from gpu_engine.vocabulary import CONSISTENCY_PROBLEMS, ERROR, IDLE, PHASES, PROVING
-from statuspanel.fleet.vocabulary import (SOURCE_DOWN_STATES, SOURCE_ONLINE, SOURCE_STALE, SOURCE_STATES,
-                                         SOURCE_UNREACHABLE)
+from statuspanel.fleet.vocabulary import (
+    SOURCE_DOWN_STATES,
+    SOURCE_ONLINE,
+    SOURCE_STALE,
+    SOURCE_STATES,
+    SOURCE_UNREACHABLE,
+)
 from statuspanel.render.numbers import num
 
 CONSISTENCY_SHOWN = 8           # warnings listed per engine; the rest are counted

@@ -16,8 +16,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from gpu_engine.schema import SnapshotDocument
-from gpu_engine.vocabulary import (DONE, ERROR, FAILED, FINALIZING, GPU, IDLE, PENDING, PROVING, SYNTH_DONE,
-                                   SYNTHESIZING)
+from gpu_engine.vocabulary import DONE, ERROR, FAILED, FINALIZING, GPU, IDLE, PENDING, PROVING, SYNTH_DONE, SYNTHESIZING
 
 # Lower ranks are shown first when not everything fits.
 PARTITION_RANK = {FAILED: 0, GPU: 1, FINALIZING: 2, SYNTHESIZING: 3, SYNTH_DONE: 4, PENDING: 5, DONE: 6}

@@ -2,8 +2,18 @@
 its edge (at the threshold: nothing; past it: a condition with a message a person understands)."""
 from __future__ import annotations
 
-from statuspanel.alerts.rules import (Facts, Failure, engine_down, failure_burst, fmt_secs, gpu_idle_while_queued,
-                                      memory_pressure, partition_stuck, queue_wait, source_down)
+from statuspanel.alerts.rules import (
+    Facts,
+    Failure,
+    engine_down,
+    failure_burst,
+    fmt_secs,
+    gpu_idle_while_queued,
+    memory_pressure,
+    partition_stuck,
+    queue_wait,
+    source_down,
+)
 from statuspanel.alerts.specs import RULES, Effective
 
 

@@ -12,7 +12,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from django.conf import settings as django_settings
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.models import JobStatus, ProofJob

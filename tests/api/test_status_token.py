@@ -64,7 +64,8 @@ def test_without_a_configured_status_token_nothing_but_the_operator_token_passes
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_the_status_token_opens_the_status_stream() -> None:
-    from tests.panel.helpers import ORIGIN, communicator as client_of
+    from tests.panel.helpers import ORIGIN
+    from tests.panel.helpers import communicator as client_of
 
     communicator = client_of(f"/ws/status/?token={STATUS_TOKEN}&format=json", headers=[ORIGIN])
     connected, _ = await communicator.connect()

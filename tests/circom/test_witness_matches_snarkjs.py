@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 
-
 from gpu_engine.circom.witness import WitnessCalculator, calculate_witness, wtns_bytes
 from gpu_engine.groth16.field import R
 from tests.circom import tools

@@ -7,9 +7,9 @@ import os
 import pytest
 
 from gpu_engine import queue
+from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
 from gpu_engine.groth16 import api
 from gpu_engine.models import ProofJob
-from gpu_engine.engine.proving import ParamsRef, ProvingPool, default_size
 from tests.engine.helpers import all_final, running, wait_for
 
 

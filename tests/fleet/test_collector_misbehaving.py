@@ -7,8 +7,8 @@ import time
 import pytest
 
 from gpu_engine import wire
-from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
+from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer
 from tests.process_support import free_port

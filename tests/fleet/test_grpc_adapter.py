@@ -9,8 +9,15 @@ import pytest
 
 from statuspanel.fleet.cuzk import adapt_cuzk
 from statuspanel.fleet.cuzk_grpc import proving_pb2 as pb
-from statuspanel.fleet.cuzk_grpc.adapt import (MAX_ENTRIES, adapt_status, check_entry_counts, grpc_only_snapshot,
-                                               merge, message_dict, metrics_by_kind)
+from statuspanel.fleet.cuzk_grpc.adapt import (
+    MAX_ENTRIES,
+    adapt_status,
+    check_entry_counts,
+    grpc_only_snapshot,
+    merge,
+    message_dict,
+    metrics_by_kind,
+)
 from statuspanel.fleet.shape import Malformed
 from tests.fleet.cuzk_grpc_server import GPU_NAME, VRAM_TOTAL, script_metrics, script_status
 from tests.fleet.cuzk_server import FIXTURE

@@ -9,8 +9,8 @@ import logging
 import pytest
 
 from gpu_engine import runtime, wire
-from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from statuspanel.fleet.transport import SourceConfig
+from statuspanel.fleet.vocabulary import SOURCE_KEYS
 from tests.credentials import TOKEN
 from tests.fleet.conftest import wait_until
 from tests.panel.helpers import busy_tracker

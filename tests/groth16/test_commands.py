@@ -13,7 +13,6 @@ from django.core.management.base import CommandError
 
 from gpu_engine.groth16 import api
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

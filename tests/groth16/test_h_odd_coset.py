@@ -9,8 +9,8 @@ import pytest
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.groth16.field import (
     FFJS_ROOT_OF_UNITY,
-    R,
     TWO_ADICITY,
+    R,
     ffjs_root_of_unity,
     naive_dft,
     reference_h_odd_coset,

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from statuspanel.render.fleet import RateMeter, fleet_summary
 from statuspanel.render.engine import engine_context, render_engine, render_engine_with_tally
+from statuspanel.render.fleet import RateMeter, fleet_summary
 from tests.panel.fleet_snapshots import RACE_JOB, UNKNOWN_KIND, cuzk_engine, our_engine
 
 pytestmark = pytest.mark.usefixtures("fresh_render_caches")

@@ -11,7 +11,8 @@ import json
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from statuspanel.stream.consumer import CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, MAX_CLIENT_MESSAGE
 from tests.credentials import TOKEN

@@ -12,7 +12,6 @@ from gpu_engine.publisher import SnapshotPublisher
 from gpu_engine.wire import STATUS_GROUP, message_snapshot
 from tests.panel.helpers import SNAP_JOB, busy_tracker
 
-
 pytestmark = pytest.mark.usefixtures("clean_panel_cache")
 
 

@@ -9,8 +9,8 @@ from django.core.cache import cache
 
 from gpu_engine import wire
 from gpu_engine.publisher import SnapshotPublisher
-from gpu_engine.wire import message_snapshot
 from gpu_engine.tracker import StatusTracker
+from gpu_engine.wire import message_snapshot
 
 pytestmark = pytest.mark.usefixtures("clean_panel_cache")
 

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from gpu_engine.publisher import SnapshotPublisher
-from gpu_engine.wire import latest_snapshots, snapshot_ttl
 from gpu_engine.tracker import StatusTracker
+from gpu_engine.wire import latest_snapshots, snapshot_ttl
 from tests.services import REDIS_URL, private_redis_prefix, services_up
 
 

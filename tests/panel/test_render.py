@@ -10,7 +10,6 @@ from statuspanel.render import engine as rendering
 from statuspanel.render.engine import engine_context, render_engine
 from tests.panel.helpers import SNAP_JOB, busy_tracker, cuzk_fixture
 
-
 pytestmark = pytest.mark.usefixtures("fresh_render_caches")
 
 

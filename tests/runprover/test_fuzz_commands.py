@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.management.commands.runprover import Command as RunProver

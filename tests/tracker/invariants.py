@@ -5,11 +5,11 @@ from collections import Counter
 from typing import Any
 
 from gpu_engine.vocabulary import (
-    PHASES,
     COUNTER_KEYS,
     GPU_KEYS,
     JOB_STATUSES,
     PARTITION_KEYS,
+    PHASES,
     PIPELINE_KEYS,
     SNAPSHOT_KEYS,
     WORKER_KEYS,

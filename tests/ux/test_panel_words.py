@@ -9,12 +9,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from gpu_engine import queue
+from gpu_engine import history_rollup, queue
 from gpu_engine.models import JobStatus, ProofJob
-from gpu_engine import history_rollup
 from statuspanel.history import charts
-from statuspanel.render.fleet import RateMeter
 from statuspanel.render.engine import pipeline_context, render_engine
+from statuspanel.render.fleet import RateMeter
 from statuspanel.templatetags.panel_tags import axis_time, in_range
 
 REASON = "partition 3 failed 3 time(s); last: RuntimeError: injected fault"

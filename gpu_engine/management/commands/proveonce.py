@@ -12,9 +12,9 @@ from django.core.management.base import BaseCommand, CommandError
 from gpu_engine import validation
 from gpu_engine.backends.cpu import CpuBackend
 from gpu_engine.groth16 import api
+from gpu_engine.groth16.keyfile import write_atomic
 from gpu_engine.kinds import PROOF_KINDS, get_kind
 from gpu_engine.trusted_setup import prepare_params
-from gpu_engine.groth16.keyfile import write_atomic
 
 
 class Command(BaseCommand):

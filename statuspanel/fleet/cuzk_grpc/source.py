@@ -16,11 +16,17 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, cast
 
 import httpx
 
-from statuspanel.fleet.cuzk_grpc.adapt import (adapt_status, check_entry_counts, grpc_only_snapshot, merge,
-                                               message_dict, metrics_by_kind)
+from statuspanel.fleet.bounds import SourceLimits
+from statuspanel.fleet.cuzk_grpc.adapt import (
+    adapt_status,
+    check_entry_counts,
+    grpc_only_snapshot,
+    merge,
+    message_dict,
+    metrics_by_kind,
+)
 from statuspanel.fleet.cuzk_grpc.channel import GrpcStatusClient, Unimplemented, parse
 from statuspanel.fleet.errors import Unreachable
-from statuspanel.fleet.bounds import SourceLimits
 from statuspanel.fleet.poller import decode
 from statuspanel.fleet.shape import Malformed
 from statuspanel.fleet.transport import SourceConfig, SshBackend, fetch, make_client

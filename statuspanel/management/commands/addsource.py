@@ -11,8 +11,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from statuspanel.fleet.vocabulary import SOURCE_KINDS
 from statuspanel.fleet.forms import SourceForm, form_errors, parse_ssh_target
+from statuspanel.fleet.vocabulary import SOURCE_KINDS
 from statuspanel.models import DEFAULT_INTERVAL_SECS, KNOWN_HOSTS_POLICIES, Source
 
 

@@ -1,9 +1,8 @@
 """`manage.py listnotifiers [--json]`: the notifiers, without their secrets."""
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
