@@ -130,3 +130,32 @@ def required_keys(shape: type) -> tuple[str, ...]:
     """The keys a producer always sends, in declaration order."""
     required: frozenset[str] = shape.__required_keys__  # type: ignore[attr-defined]  # any TypedDict
     return tuple(k for k in shape.__annotations__ if k in required)
+
+
+# The list fields of a snapshot and the shape of their entries; the object fields and theirs.
+_LISTS: dict[str, type] = {"pipelines": Pipeline, "gpu_workers": GpuWorker, "gpus": Gpu,
+                           "consistency": ConsistencyIssue}
+_OBJECTS: dict[str, type] = {"memory": Memory, "synthesis": Synthesis, "counters": Counters}
+
+
+def conforms(snap: Any) -> bool:
+    """Whether `snap` has every key the types require, at every level (not the values' types): what a
+    reader that trusts the types (`/metrics`) checks once before reading, so a document written into the
+    cache by something else is skipped instead of failing the whole read."""
+    if not isinstance(snap, dict) or not all(k in snap for k in required_keys(Snapshot)):
+        return False
+    for key, shape in _OBJECTS.items():
+        value = snap[key]
+        if not isinstance(value, dict) or not all(k in value for k in required_keys(shape)):
+            return False
+    for key, shape in _LISTS.items():
+        entries = snap[key]
+        needed = required_keys(shape)
+        if not isinstance(entries, list) or not all(isinstance(x, dict) and all(k in x for k in needed)
+                                                    for x in entries):
+            return False
+    for pipe in snap["pipelines"]:
+        parts, needed = pipe["partitions"], required_keys(Partition)
+        if not isinstance(parts, list) or not all(isinstance(x, dict) and all(k in x for k in needed) for x in parts):
+            return False
+    return True

@@ -28,7 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from gpu_engine import tallies
 from gpu_engine.models import DurationTally, JobStatus, OutcomeTally
-from gpu_engine.schema import Snapshot
+from gpu_engine.schema import Snapshot, conforms
 from gpu_engine.validation import valid_kinds
 from gpu_engine.vocabulary import PHASES, WORKER_STATES
 from statuspanel.alerts.metrics import alert_metrics
@@ -115,6 +115,9 @@ class SnapshotCollector:
                                     "(over METRICS_MAX_SERIES_PER_ENGINE)", labels=["engine"])
         kinds = _known_kinds()
         states = frozenset(WORKER_STATES)
+        nonconforming = GaugeMetricFamily(P + "snapshot_nonconforming",
+                                          "1 for an engine whose cached snapshot lacks keys the schema requires "
+                                          "(its other series are left out)", labels=["engine"])
         for snap in snaps:
             e = engine_id_of(snap)
             budget, left_out = self.max_series, 0
@@ -123,7 +126,12 @@ class SnapshotCollector:
             if published is not None:
                 hb.add_metric([e], max(0.0, now - published))
             # Every snapshot here is ours or the fleet adapter's (which checked each field's type), so
-            # the snapshot's types hold: only the values the schema allows to be null are checked.
+            # the snapshot's types hold: only the values the schema allows to be null are checked. A
+            # document that lacks a required key (written into the cache by something else) is skipped
+            # and counted, never a failed scrape.
+            if not conforms(snap):
+                nonconforming.add_metric([e], 1)
+                continue
             by_state: Counter[str] = Counter({s: 0 for s in WORKER_STATES})
             for w in snap["gpu_workers"]:
                 state, wid, gpu = fold(w["state"], states), str(w["worker_id"]), str(w["gpu_ordinal"])
@@ -172,7 +180,7 @@ class SnapshotCollector:
                     s_lat.add_metric(labels, source["poll_ms"] / 1000.0)
             dropped.add_metric([e], left_out)
         yield from (up, hb, workers, wstate, wbusy, parts, queue, mem_used, mem_total, synth,
-                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat, dropped)
+                    g_util, g_used, g_total, g_temp, g_power, s_up, s_age, s_lat, dropped, nonconforming)
 
     def _outcomes(self) -> Iterator[Metric]:
         families = {status: CounterMetricFamily(P + f"jobs_{name}", f"Jobs {name} (from the database)",
