@@ -32,7 +32,7 @@ def run(n: int, interval: float, seconds: float) -> dict:
     helper = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fleet.py"), "--serve-fleet", str(n)],
                               stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        ports = json.loads(helper.stdout.readline())["http"]  # bench/fleet.py's stand-ins: {"http": [...], "grpc": [...]}
+        ports = json.loads(helper.stdout.readline())["http"]  # the stand-ins: {"http": [...], "grpc": [...]}
         configs = [SourceConfig(id=i, name=f"bench-{i:03d}", kind="cuzk", transport="http",
                                 url=f"http://127.0.0.1:{port}", interval_secs=interval) for i, port in enumerate(ports)]
         collector = FleetCollector(load_sources=lambda: configs, record_state_change=lambda *a: None).start()
