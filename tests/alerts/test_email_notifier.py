@@ -41,7 +41,9 @@ def test_firing_and_resolution_arrive_as_emails(running_evaluator, smtp) -> None
     assert "[FIRING] source-down on box-9" in text and "refused" in text
     resolved = email.message_from_bytes(smtp.messages[1][2])
     assert "[RESOLVED] source-down on box-9" in resolved.get_payload(decode=True).decode()
-    assert set(Delivery.objects.values_list("state", flat=True)) == {"sent"}
+    # The receiver has the message before the sender records its answer: wait for the record.
+    wait_until(lambda: set(Delivery.objects.values_list("state", flat=True)) == {"sent"}, 10,
+               "both deliveries recorded as sent")
 
 
 def test_testnotifier_sends_one_email_now(smtp, capsys) -> None:

@@ -66,7 +66,11 @@ def _expected_kind(text: str) -> str | None:
         msg = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    return msg.get("type") if isinstance(msg, dict) and isinstance(msg.get("type"), str) else None
+    if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+        return None
+    if msg["type"] == "resync" and msg.get("engine_id") is not None and not isinstance(msg["engine_id"], str):
+        return None  # a resync of one engine names it by its id (a string): anything else is an error
+    return msg["type"]
 
 
 async def _exchange(text: str | None, data: bytes | None) -> None:

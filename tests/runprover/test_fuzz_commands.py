@@ -211,7 +211,14 @@ def test_verifyproof_flipped_byte_never_crashes(tmp_path, params_dir, bundle_tex
     file = tmp_path / "flipped.json"
     file.write_bytes(bytes(raw))
     code, _ = run("verifyproof", str(file), "--params-dir", str(params_dir))
-    assert code in (0, 1, 2)  # 0 only where the byte was insignificant whitespace
+    allowed = {0, 1, 2}  # 0 only where the byte was insignificant whitespace
+    try:
+        flipped = json.loads(bytes(raw))
+    except (ValueError, RecursionError):
+        flipped = None
+    if isinstance(flipped, dict) and flipped.get("proof_kind") not in PROOF_KINDS:
+        allowed.add(3)  # a kind this host does not know (a circuit not registered here): no trusted key
+    assert code in allowed
 
 
 @pytest.mark.parametrize("content, code", [
