@@ -28,10 +28,12 @@ from typing import Any, cast
 
 from statuspanel.render.cache import LRU
 
-HELD_FRAMES = 512  # as many as frame_cache: a held section costs about what its frame does
+# A client further behind than this gets a whole frame: held sections and parsed snapshots cost memory
+# the server's slow-client bound counts on (bench/slow_clients.py), so the window is short.
+HELD_FRAMES = 64
 held: LRU[Sections | str] = LRU(HELD_FRAMES)  # (engine, seq, with_html) -> Sections | snapshot JSON text
-patch_cache: LRU[str | None] = LRU(512)
-parsed_snapshots: LRU[dict[str, Any] | None] = LRU(256)
+patch_cache: LRU[str | None] = LRU(128)
+parsed_snapshots: LRU[dict[str, Any] | None] = LRU(16)
 BODY_CLASS = "engine-body"
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
                        "source", "track", "wbr"})
