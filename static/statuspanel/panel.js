@@ -12,7 +12,10 @@
   const connEl = document.querySelector("[data-conn]");
   const historyEl = document.getElementById("history");
   const clockOffset = parseFloat(panel.dataset.serverNow) - Date.now() / 1000 || 0;
-  const engines = new Map(); // engine id -> {section, seq, base, lastFrame, lastWall, hb, regions, total, tally}
+  const engines = new Map(); // engine id -> {section, seq, base, lastFrame, lastWall, hb, total, tally}
+  // Each live duration's anchor (performance.now() at its snapshot's publish time): a patch replaces
+  // only the regions that changed, so the durations on one page come from different snapshots.
+  const anchors = new WeakMap();
   let socket = null, backoff = 1000, lostSince = null, retryAt = 0, historyTimer = null, ticker = null;
   let summaryTimer = null;
   const COLLAPSE_KEY = "vastmanager.panel.collapsed";
@@ -30,9 +33,8 @@
   function adopt(section, collapsedByDefault) {
     const id = section.dataset.engineId, body = section.querySelector(".engine-body");
     const st = { section: section, seq: -1, base: performance.now(), lastFrame: performance.now(),
-               lastWall: Date.now(), hb: 2, regions: new Map(), total: null, tally: null, stale: false };
-    if (body) stamp(st, body, true);
-    section.querySelectorAll("[data-region]").forEach(function (r) { st.regions.set(r.dataset.region, r.outerHTML); });
+               lastWall: Date.now(), hb: 2, total: null, tally: null, stale: false };
+    if (body) { stamp(st, body, true); anchor(st, body); }
     engines.set(id, st);
     const toggle = document.createElement("button");
     toggle.type = "button";
@@ -98,6 +100,17 @@
     st.lastWall = fromPage ? Date.now() - age * 1000 : Date.now();
   }
 
+  // The live durations in `el` (and `el` itself) count from this engine's latest snapshot.
+  function anchor(st, el) {
+    if (el.dataset && el.dataset.liveSecs !== undefined) anchors.set(el, st.base);
+    el.querySelectorAll("[data-live-secs]").forEach(function (x) { anchors.set(x, st.base); });
+  }
+  function liveValue(st, el, now) {
+    const v = parseFloat(el.dataset.liveSecs);
+    const base = anchors.has(el) ? anchors.get(el) : st.base;
+    return isNaN(v) ? NaN : v + (parseFloat(el.dataset.rate) || 1) * (now - base) / 1000;
+  }
+
   function sectionFor(id) {
     const st = engines.get(id);
     if (st) return st;
@@ -125,10 +138,14 @@
     const st = engines.get(frame.engine_id);
     if (st && st.resyncing) return; // the full frame asked for is on its way
     const body = st && st.section.querySelector(".engine-body");
-    if (!body || frame.base !== st.seq || !window.vastmanagerPatches.apply(body, frame, st.regions)) {
+    const inserted = [];
+    if (!body || frame.base !== st.seq ||
+        !window.vastmanagerPatches.apply(body, frame, function (el) { inserted.push(el); })) {
       requestResync(frame.engine_id, st);
       return;
     }
+    stamp(st, body, false);
+    inserted.forEach(function (el) { anchor(st, el); });
     updated(st, body, frame.counters);
   }
 
@@ -140,35 +157,22 @@
     if (typeof frame.seq === "number" && frame.seq <= st.seq) return; // stale: never go backwards
     const tpl = document.createElement("template");
     tpl.innerHTML = frame.html.trim();
-    let body = tpl.content.querySelector(".engine-body");
+    const body = tpl.content.querySelector(".engine-body");
     if (!body) return;
     const oldBody = st.section.querySelector(".engine-body");
-    const newRegions = Array.prototype.map.call(body.querySelectorAll("[data-region]"), function (r) { return r.dataset.region; });
-    const sameShape = oldBody && newRegions.join() === Array.from(st.regions.keys()).join();
-    if (!sameShape) {
-      if (oldBody) oldBody.replaceWith(body); else st.section.appendChild(body);
-      st.regions = new Map();
-      body.querySelectorAll("[data-region]").forEach(function (r) { st.regions.set(r.dataset.region, r.outerHTML); });
-    } else {
-      body.querySelectorAll("[data-region]").forEach(function (r) {
-        const html = r.outerHTML, name = r.dataset.region;
-        if (st.regions.get(name) === html) return;
-        const old = oldBody.querySelector('[data-region="' + name + '"]');
-        if (old) old.replaceWith(r);
-        st.regions.set(name, html);
-      });
-      ["seq", "publishedAt", "heartbeatSecs", "tally", "fleetSource"].forEach(function (k) {
-        if (body.dataset[k] === undefined) delete oldBody.dataset[k]; else oldBody.dataset[k] = body.dataset[k];
-      });
-      oldBody.className = body.className;
-      body = oldBody;
-    }
+    if (oldBody) oldBody.replaceWith(body); else st.section.appendChild(body);
+    stamp(st, body, false);
+    anchor(st, body);
     updated(st, body, frame.snapshot && frame.snapshot.counters);
   }
 
   // After a frame or a patch: re-anchor the live durations, recount the tally, refresh what follows.
   function updated(st, body, c) {
-    stamp(st, body, false);
+    // A value that changes at every snapshot lives in a body attribute, shown where `data-bind` names it.
+    body.querySelectorAll("[data-bind]").forEach(function (el) {
+      const v = body.getAttribute("data-" + el.dataset.bind);
+      if (v !== null && el.textContent !== v) el.textContent = v;
+    });
     readTally(st, body);
     st.section.classList.remove("stale");
     if (st.stale) { st.stale = false; scheduleSummary(); }
@@ -251,9 +255,9 @@
 
   // "updated 3 s ago": the age of the engine's last snapshot, on the server's clock.
   function tickUpdated(st) {
-    const el = st.section.querySelector("[data-updated-at]");
-    if (!el) return;
-    const age = Date.now() / 1000 + clockOffset - parseFloat(el.dataset.updatedAt);
+    const el = st.section.querySelector("[data-updated-at]"), body = st.section.querySelector(".engine-body");
+    if (!el || !body) return;
+    const age = Date.now() / 1000 + clockOffset - parseFloat(body.dataset.publishedAt);
     if (isNaN(age)) return;
     const text = (age < 1.5 ? "just now" : fmt(Math.round(age)).replace(".0 s", " s") + " ago");
     if (el.textContent !== text) el.textContent = text;
@@ -265,14 +269,27 @@
     if (!open && lostSince !== null) return setStale(st, Math.min(lostSince, st.lastWall + 2 * st.hb * 1000));
     if (now - st.lastFrame > 2 * st.hb * 1000) return setStale(st, st.lastWall);
     if (st.section.classList.contains("collapsed")) return; // nothing ticking is shown
-    const elapsed = (now - st.base) / 1000;
     st.section.querySelectorAll(".live[data-live-secs]").forEach(function (el) {
-      const v = parseFloat(el.dataset.liveSecs);
+      const v = liveValue(st, el, now);
       if (isNaN(v)) return;
-      const t = fmt(v + (parseFloat(el.dataset.rate) || 1) * elapsed);
+      const t = fmt(v);
       if (el.textContent !== t) el.textContent = t;
     });
   }
+
+  // A waterfall cell in an open phase: its hover text gives that phase's time as of now.
+  enginesEl.addEventListener("mouseover", function (ev) {
+    const el = ev.target.closest ? ev.target.closest("[data-live-label]") : null;
+    const section = el && el.closest("section.engine");
+    const st = section && engines.get(section.dataset.engineId);
+    if (!st || st.stale) return;
+    const v = liveValue(st, el, performance.now());
+    if (isNaN(v)) return;
+    const label = el.dataset.liveLabel;
+    el.title = el.title.split(" \u00b7 ").map(function (bit) {
+      return bit.indexOf(label + " ") === 0 ? label + " " + fmt(v) : bit;
+    }).join(" \u00b7 ");
+  });
 
   function tick() {
     const now = performance.now(), open = socket && socket.readyState === WebSocket.OPEN;

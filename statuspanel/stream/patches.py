@@ -5,9 +5,13 @@ of a megabyte a second to every tab. After the first full frame a client that as
 (`?patch=1`) gets only what changed:
 
 - HTML: `{"type": "patch", "engine_id", "seq", "base", "attrs": {name: value | null},
-  "regions": {data-region: outerHTML}, "counters"?: {...}}`: the engine section's top-level regions
-  (each a `data-region` element of `.engine-body`) whose rendered HTML changed, the section's own
-  attributes that changed (null: removed), and the snapshot's `counters` when they changed.
+  "regions": {data-region: outerHTML}, "lists"?: {data-region: [names]}, "counters"?: {...}}`: the
+  section is a tree of regions (`data-region` elements; the body's children are regions, and so are
+  a region list's, `data-region-list`): the smallest regions whose HTML changed, apart from the values
+  the page ticks by itself (`mask_ticking`), the lists whose children came, went or moved (their new
+  order, "" naming the body), the section's own attributes that changed (null: removed), and the
+  snapshot's `counters` when they changed. A worker card, a pipeline's row and each of its cells, a
+  GPU's row are regions of their own, so a partition that moves on costs a cell, not the table.
 - JSON: `{"type": "patch", "engine_id", "seq", "base", "set": {key: value}, "unset": [key]}`: the
   snapshot's top-level keys whose value changed or appeared, and those that went away.
 
@@ -16,12 +20,13 @@ exactly `base`, and a full frame to any other. What each frame carried is held h
 (engine, seq, format), split into regions once, in the render thread (`hold`); a patch is built once
 per (engine, base -> seq, format) and shared by every client holding that base. A frame that was
 degraded (over the size limit) is not held: patches never start from or lead to one, so that engine
-gets full frames. A section whose region list changed (a region appeared or went away) gets a full
-frame too.
+gets full frames.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, cast
@@ -40,16 +45,68 @@ VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input
 
 
 @dataclass(frozen=True)
+class Region:
+    """One `data-region` element: its HTML, its shape (the HTML outside its child regions, with ticking
+    values masked and each child a placeholder; a list's shape is its own tags), its child regions
+    and a digest of all of it, so that equal regions compare in one step."""
+    name: str
+    source: str  # the whole section's HTML, shared by every region of it (no copies held)
+    start: int
+    end: int
+    shape: str
+    children: tuple[Region, ...]
+    is_list: bool
+    digest: bytes
+
+    @property
+    def html(self) -> str:
+        return self.source[self.start:self.end]
+
+
+@dataclass(frozen=True)
 class Sections:
-    """An engine section split at its regions: the body's attributes, region names in order, their HTML."""
+    """An engine section split into its region tree: the body's attributes, the body (a list of the
+    top-level regions, named ""), the snapshot's counters."""
     attrs: dict[str, str | None]
-    order: tuple[str, ...]
-    regions: dict[str, str]
+    root: Region
     counters: Any
 
+    @property
+    def order(self) -> tuple[str, ...]:
+        return tuple(child.name for child in self.root.children)
 
-class _RegionSplitter(HTMLParser):
-    """Finds `.engine-body`'s attributes and the source span of each top-level child element."""
+    @property
+    def regions(self) -> dict[str, str]:
+        return {child.name: child.html for child in self.root.children}
+
+
+# What the browser keeps growing between frames never counts as a change (docs/SNAPSHOT.md "Ticking
+# values"): an element marked `data-live-secs`, `data-updated-at` or `data-bind` has its title and
+# text masked, and the values of those attributes (and `datetime`) are masked wherever they appear.
+_TICKING_TAG = re.compile(r'(<[a-zA-Z][^<>]*?\b(?:data-live-secs|data-updated-at|data-bind)\b[^<>]*>)[^<]*')
+_TICKING_TITLE = re.compile(r'\btitle="[^"]*"')
+_TICKING_ATTR = re.compile(r'\b(data-live-secs|data-updated-at|datetime)="[^"]*"')
+
+
+def mask_ticking(html: str) -> str:
+    """`html` with the values the page ticks by itself blanked: what a region is compared by."""
+    if "data-" not in html and "datetime" not in html:
+        return html
+    html = _TICKING_TAG.sub(lambda m: _TICKING_TITLE.sub('title=""', m.group(1)), html)
+    return _TICKING_ATTR.sub(r'\1=""', html)
+
+
+class _Open:
+    """A region being parsed: where it starts, where its start tag ends, the spans of its children."""
+    __slots__ = ("name", "start", "tag_end", "depth", "is_list", "children")
+
+    def __init__(self, name: str, start: int, tag_end: int, depth: int, is_list: bool) -> None:
+        self.name, self.start, self.tag_end, self.depth, self.is_list = name, start, tag_end, depth, is_list
+        self.children: list[Region] = []
+
+
+class _RegionParser(HTMLParser):
+    """Builds the region tree of one `.engine-body` from its source spans (our own templates' HTML)."""
 
     def __init__(self, html: str) -> None:
         super().__init__(convert_charrefs=True)
@@ -58,10 +115,11 @@ class _RegionSplitter(HTMLParser):
         for i, ch in enumerate(html):
             if ch == "\n":
                 self.line_starts.append(i + 1)
-        self.depth = 0
+        self.tags: list[str] = []
+        self.open: list[_Open] = []
         self.attrs: dict[str, str | None] | None = None
-        self.spans: list[tuple[str | None, int, int]] = []
-        self.opened: tuple[str | None, int] | None = None
+        self.root: Region | None = None
+        self.names: set[str] = set()
         self.bad = False
 
     def _offset(self) -> int:
@@ -70,47 +128,87 @@ class _RegionSplitter(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in VOID_TAGS:
-            if self.depth == 1:
-                self.bad = True  # a top-level element that is no region
+            if self.open and self.open[-1].is_list and len(self.tags) == self.open[-1].depth:
+                self.bad = True  # a list holds regions only
             return
-        if self.depth == 0:
+        offset = self._offset()
+        named = dict(attrs)
+        if not self.tags:
             if self.attrs is not None:
                 self.bad = True
-            self.attrs = dict(attrs)
-        elif self.depth == 1:
-            self.opened = (dict(attrs).get("data-region"), self._offset())
-        self.depth += 1
+            self.attrs = named
+            self.open.append(_Open("", offset, offset + len(self.get_starttag_text() or ""), 1, True))
+        else:
+            name = named.get("data-region")
+            parent = self.open[-1]
+            if parent.is_list and len(self.tags) == parent.depth and name is None:
+                self.bad = True  # a list (and the body) holds regions only
+            if name is not None:
+                if not name or name in self.names:
+                    self.bad = True
+                self.names.add(name)
+                tag_end = offset + len(self.get_starttag_text() or "")
+                self.open.append(_Open(name, offset, tag_end, len(self.tags) + 1, "data-region-list" in named))
+        self.tags.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in VOID_TAGS:
             return
-        self.depth -= 1
-        if self.depth == 1 and self.opened is not None:
-            end = self.html.index(">", self._offset()) + 1
-            self.spans.append((self.opened[0], self.opened[1], end))
-            self.opened = None
-        elif self.depth < 0:
+        if not self.tags or self.tags[-1] != tag:
+            self.bad = True
+            return
+        depth = len(self.tags)
+        self.tags.pop()
+        if self.open and self.open[-1].depth == depth:
+            start = self._offset()
+            end = self.html.index(">", start) + 1
+            item = self.open.pop()
+            region = _close(item, self.html, start, end)
+            if self.open:
+                self.open[-1].children.append(region)
+            else:
+                self.root = region
+
+    def handle_data(self, data: str) -> None:
+        parent = self.open[-1] if self.open else None
+        if parent is not None and parent.is_list and len(self.tags) == parent.depth and data.strip():
             self.bad = True
 
 
+def _close(item: _Open, html: str, end_tag_start: int, end: int) -> Region:
+    """The region `item` once its end tag is read: its shape and digest from its children's."""
+    if item.is_list:
+        shape = html[item.start:item.tag_end] + html[end_tag_start:end]
+    else:
+        pieces, at = [], item.start
+        for child in item.children:
+            pieces += [html[at:child.start], f"\x00{child.name}\x00"]
+            at = child.end
+        pieces.append(html[at:end])
+        shape = "".join(pieces)
+    shape = mask_ticking(shape) if item.name else ""  # the body's own tag is its `attrs`
+    digest = hashlib.blake2b(shape.encode(), digest_size=16)
+    for child in item.children:
+        digest.update(child.digest)
+    return Region(item.name, html, item.start, end, shape, tuple(item.children), item.is_list, digest.digest())
+
+
 def split_sections(html: str, counters: Any = None) -> Sections | None:
-    """The section's regions, or None when it cannot be split safely (then full frames are sent)."""
-    splitter = _RegionSplitter(html)
+    """The section's region tree, or None when it cannot be split safely (then full frames are sent):
+    not one `.engine-body`, unbalanced tags, a region name missing or used twice, or a list (the body
+    included) holding anything but regions."""
+    parser = _RegionParser(html)
     try:
-        splitter.feed(html)
-        splitter.close()
+        parser.feed(html)
+        parser.close()
     except (ValueError, AssertionError):
         return None
-    attrs = splitter.attrs
-    if splitter.bad or splitter.depth != 0 or attrs is None or BODY_CLASS not in (attrs.get("class") or "").split():
+    attrs, root = parser.attrs, parser.root
+    if parser.bad or parser.tags or attrs is None or root is None:
         return None
-    names = [name for name, _s, _e in splitter.spans]
-    if any(not name for name in names) or len(set(names)) != len(names):
+    if BODY_CLASS not in (attrs.get("class") or "").split():
         return None
-    regions = {name: html[start:end] for name, start, end in splitter.spans if name}
-    return Sections(attrs, tuple(regions), regions, counters)
-
-
+    return Sections(attrs, root, counters)
 def hold(engine_id: str, seq: Any, with_html: bool, content: Sections | str | None) -> None:
     """Remember what the frame of (engine, seq) carried (Sections, or the snapshot's JSON text)."""
     if isinstance(seq, int) and content is not None:
@@ -135,16 +233,44 @@ def _head(engine_id: str, seq: int, base: int) -> dict[str, Any]:
     return {"type": "patch", "engine_id": engine_id, "seq": seq, "base": base}
 
 
-def _html_patch(engine_id: str, base: int, seq: int, old: Sections, new: Sections) -> str | None:
-    if old.order != new.order:
-        return None
-    regions = {n: new.regions[n] for n in new.order if old.regions[n] != new.regions[n]}
+def _diff(old: Region, new: Region, regions: dict[str, str], lists: dict[str, list[str]]) -> None:
+    """What turns `old` into `new`: regions sent whole (`regions`) and lists reordered (`lists`).
+
+    A region whose shape changed is sent whole; otherwise only its children that changed. A list's
+    children may come, go and move: its new order is sent when it changed, with each new child whole."""
+    if old.digest == new.digest:
+        return
+    if old.shape != new.shape or old.is_list != new.is_list:
+        regions[new.name] = new.html
+        return
+    if not new.is_list:  # equal shapes: the same children in the same order
+        for old_child, new_child in zip(old.children, new.children):
+            _diff(old_child, new_child, regions, lists)
+        return
+    names = [child.name for child in new.children]
+    if names != [child.name for child in old.children]:
+        lists[new.name] = names
+    before = {child.name: child for child in old.children}
+    for child in new.children:
+        was = before.get(child.name)
+        if was is None:
+            regions[child.name] = child.html
+        else:
+            _diff(was, child, regions, lists)
+
+
+def _html_patch(engine_id: str, base: int, seq: int, old: Sections, new: Sections) -> str:
+    regions: dict[str, str] = {}
+    lists: dict[str, list[str]] = {}
+    _diff(old.root, new.root, regions, lists)
     attrs = {k: v for k, v in new.attrs.items() if old.attrs.get(k, ...) != v}
     attrs.update({k: None for k in old.attrs if k not in new.attrs})
-    frame = {**_head(engine_id, seq, base), "attrs": attrs, "regions": regions}
+    frame: dict[str, Any] = {**_head(engine_id, seq, base), "attrs": attrs, "regions": regions}
+    if lists:
+        frame["lists"] = lists
     if new.counters != old.counters:
         frame["counters"] = new.counters
-    return json.dumps(frame, separators=(",", ":"))
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)  # "·" is 2 bytes, not 6
 
 
 def _json_patch(engine_id: str, base: int, seq: int, old: dict[str, Any], new: dict[str, Any]) -> str:

@@ -60,17 +60,28 @@ def phase_title(part: dict[str, Any]) -> str:
 
 
 @register.filter
-def waterfall_cells(partitions: Any) -> str:
+def waterfall_cells(pipe: dict[str, Any], ticking: Any = False) -> str:
     """A pipeline's waterfall: one cell per partition with its full hover text, escaped here.
+
+    Each cell is a region of its own (a partition that moves on costs a cell in a patch frame, not
+    the table). A cell in an open phase carries that phase's time so far as `data-live-secs` (and its
+    name as `data-live-label`) while the data is current: the page grows it in the hover text, and
+    its change between frames is no change (statuspanel/stream/patches.py).
 
     A cuzk job has 16 partitions and a fleet sends dozens of snapshots a second: one Python format
     per cell instead of a template loop keeps a render in single milliseconds (bench/fleet.py)."""
     out = []
-    for c in partitions:
+    job = escape(str(pipe.get("job_id") or ""))
+    for c in pipe.get("partitions") or []:
         flag = " inconsistent" if c.get("inconsistent") else ""
         index = escape(str(c.get("index")))
+        open_field = c.get("open_field")
+        live = ""
+        if ticking and open_field and c.get(open_field) is not None:
+            live = f' data-live-secs="{c[open_field] / 1000:.3f}" data-live-label="{open_field.split("_")[0]}"'
         out.append(f'<span class="cell phase-{escape(c["phase_class"])}{flag}" data-index="{index}" '
-                   f'data-state="{escape(c["state"])}" title="{escape(phase_title(c))}">{index}</span>')
+                   f'data-state="{escape(c["state"])}" title="{escape(phase_title(c))}" '
+                   f'data-region="cell:{index}:{job}"{live}>{index}</span>')
     return mark_safe("\n".join(out))  # every interpolated string above is escaped
 
 
@@ -128,10 +139,8 @@ def source_title(src: dict[str, Any]) -> str:
         bits.append(str(src["target"]))
     if src.get("failures"):
         bits.append(f"{src['failures']} failed polls in a row")
-    if src.get("poll_ms") is not None:
-        bits.append(f"last poll {latency_ms(src['poll_ms'])}")
-    if src.get("last_ok_secs_ago") is not None:
-        bits.append(f"last good poll {duration(src['last_ok_secs_ago'])} ago")
+    # The last poll's round trip and the age of the last good one are shown beside the badge (and
+    # change at every poll): the hover text keeps to what changes only with the source's state.
     text = " · ".join(bits)
     if src.get("error"):
         text += f"\n{src['error']}"

@@ -30,7 +30,7 @@ def test_online_source_shows_kind_transport_and_poll_latency():
     assert _badge(markup) == ("src-online", "online")
     assert '<span class="tag source-kind" title="source kind">cuzk</span>' in markup
     assert '<span class="tag transport" title="transport">ssh</span>' in markup
-    assert "poll 12 ms" in markup
+    assert 'poll <span data-bind="poll">12 ms</span>' in markup and 'data-poll="12 ms"' in markup
     assert 'class="engine-body src-online"' in markup
 
 
