@@ -137,10 +137,11 @@ def tally_json(tally: dict[str, Any]) -> str:
     """The tally as the page reads it: zero counts left out (the page counts a missing one as 0) and
     the rate to the tenth it shows, so that the attribute changes, and travels in a patch frame, only
     when a figure the page shows does."""
-    compact = {k: ({n: c for n, c in v.items() if c} if k in ("workers", "gpus", "phases") else v)
-               for k, v in tally.items()}
-    if isinstance(compact.get("ppm"), float):
-        compact["ppm"] = round(compact["ppm"], 1)
+    compact: dict[str, Any] = {k: ({n: c for n, c in v.items() if c} if k in ("workers", "gpus", "phases") else v)
+                               for k, v in tally.items()}
+    ppm = compact.get("ppm")
+    if isinstance(ppm, float):
+        compact["ppm"] = round(ppm, 1)
     return json.dumps(compact, separators=(",", ":"))
 
 
