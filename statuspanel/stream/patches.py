@@ -30,7 +30,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from html.parser import HTMLParser
+from html import unescape
 from typing import Any, cast
 
 from statuspanel.render.cache import LRU
@@ -88,7 +88,7 @@ _TICKING_ATTR = re.compile(r'\b(data-live-secs|data-updated-at|datetime)="[^"]*"
 
 def mask_ticking(html: str) -> str:
     """`html` with the values the page ticks by itself blanked: what a region is compared by."""
-    if "data-" not in html and "datetime" not in html:
+    if "data-live-secs" not in html and "data-updated-at" not in html and "data-bind" not in html:
         return html
     html = _TICKING_TAG.sub(lambda m: _TICKING_TITLE.sub('title=""', m.group(1)), html)
     return _TICKING_ATTR.sub(r'\1=""', html)
@@ -103,74 +103,93 @@ class _Open:
         self.children: list[Region] = []
 
 
-class _RegionParser(HTMLParser):
-    """Builds the region tree of one `.engine-body` from its source spans (our own templates' HTML)."""
+# Our own templates' markup, read by a tokenizer rather than html.parser: attribute values never
+# hold a raw ">" (Django escapes it), and anything unexpected (unbalanced tags, text in a list) makes
+# the section unsplittable (full frames), never wrongly patched.
+_TOKEN = re.compile(r"""<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:[^>"']|"[^"]*"|'[^']*')*)>""", re.S)
+_ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?""")
+
+
+def _attrs(text: str) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for m in _ATTR.finditer(text):
+        value = next((v for v in m.group(2, 3, 4) if v is not None), None)
+        out[m.group(1).lower()] = None if value is None else unescape(value)
+    return out
+
+
+class _Tree:
+    """The region tree being read: open tags, open regions, the names seen, the body's attributes."""
 
     def __init__(self, html: str) -> None:
-        super().__init__(convert_charrefs=True)
         self.html = html
-        self.line_starts = [0]
-        for i, ch in enumerate(html):
-            if ch == "\n":
-                self.line_starts.append(i + 1)
         self.tags: list[str] = []
-        self.open: list[_Open] = []
+        self.stack: list[_Open] = []
+        self.names: set[str] = set()
         self.attrs: dict[str, str | None] | None = None
         self.root: Region | None = None
-        self.names: set[str] = set()
-        self.bad = False
 
-    def _offset(self) -> int:
-        line, col = self.getpos()
-        return self.line_starts[line - 1] + col
+    def in_list(self) -> bool:
+        return bool(self.stack) and self.stack[-1].is_list and len(self.tags) == self.stack[-1].depth
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in VOID_TAGS:
-            if self.open and self.open[-1].is_list and len(self.tags) == self.open[-1].depth:
-                self.bad = True  # a list holds regions only
-            return
-        offset = self._offset()
-        named = dict(attrs)
+    def start(self, tag: str, rest: str, at: int, end: int) -> bool:
+        void = tag in VOID_TAGS or rest.rstrip().endswith("/")
         if not self.tags:
-            if self.attrs is not None:
-                self.bad = True
-            self.attrs = named
-            self.open.append(_Open("", offset, offset + len(self.get_starttag_text() or ""), 1, True))
-        else:
-            name = named.get("data-region")
-            parent = self.open[-1]
-            if parent.is_list and len(self.tags) == parent.depth and name is None:
-                self.bad = True  # a list (and the body) holds regions only
-            if name is not None:
-                if not name or name in self.names:
-                    self.bad = True
-                self.names.add(name)
-                tag_end = offset + len(self.get_starttag_text() or "")
-                self.open.append(_Open(name, offset, tag_end, len(self.tags) + 1, "data-region-list" in named))
+            if self.attrs is not None or void:
+                return False  # more than one body
+            self.attrs = _attrs(rest)
+            self.stack.append(_Open("", at, end, 1, True))
+            self.tags.append(tag)
+            return True
+        named = _attrs(rest) if "data-region" in rest else {}
+        name = named.get("data-region")
+        if self.in_list() and (name is None or void):
+            return False  # a list (and the body) holds regions only
+        if void:
+            return True
+        if name is not None:
+            if not name or name in self.names:
+                return False
+            self.names.add(name)
+            self.stack.append(_Open(name, at, end, len(self.tags) + 1, "data-region-list" in named))
         self.tags.append(tag)
+        return True
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str, at: int, end: int) -> bool:
         if tag in VOID_TAGS:
-            return
+            return True
         if not self.tags or self.tags[-1] != tag:
-            self.bad = True
-            return
+            return False
         depth = len(self.tags)
         self.tags.pop()
-        if self.open and self.open[-1].depth == depth:
-            start = self._offset()
-            end = self.html.index(">", start) + 1
-            item = self.open.pop()
-            region = _close(item, self.html, start, end)
-            if self.open:
-                self.open[-1].children.append(region)
+        if self.stack and self.stack[-1].depth == depth:
+            region = _close(self.stack.pop(), self.html, at, end)
+            if self.stack:
+                self.stack[-1].children.append(region)
             else:
                 self.root = region
+        return True
 
-    def handle_data(self, data: str) -> None:
-        parent = self.open[-1] if self.open else None
-        if parent is not None and parent.is_list and len(self.tags) == parent.depth and data.strip():
-            self.bad = True
+
+def _parse(html: str) -> tuple[dict[str, str | None], Region] | None:
+    """The body's attributes and region tree, or None when the markup is not what it should be."""
+    tree = _Tree(html)
+    at = 0
+    for m in _TOKEN.finditer(html):
+        if tree.in_list() and html[at:m.start()].strip():
+            return None  # text in a list
+        at = m.end()
+        closing, tag, rest = m.group(1), m.group(2), m.group(3)
+        if tag is None:
+            continue  # a comment
+        if tree.root is not None:
+            return None  # anything after the body
+        ok = tree.end(tag.lower(), m.start(), at) if closing else tree.start(tag.lower(), rest, m.start(), at)
+        if not ok:
+            return None
+    if tree.tags or tree.attrs is None or tree.root is None:
+        return None
+    return tree.attrs, tree.root
 
 
 def _close(item: _Open, html: str, end_tag_start: int, end: int) -> Region:
@@ -195,15 +214,10 @@ def split_sections(html: str, counters: Any = None) -> Sections | None:
     """The section's region tree, or None when it cannot be split safely (then full frames are sent):
     not one `.engine-body`, unbalanced tags, a region name missing or used twice, or a list (the body
     included) holding anything but regions."""
-    parser = _RegionParser(html)
-    try:
-        parser.feed(html)
-        parser.close()
-    except (ValueError, AssertionError):
+    parsed = _parse(html)
+    if parsed is None:
         return None
-    attrs, root = parser.attrs, parser.root
-    if parser.bad or parser.tags or attrs is None or root is None:
-        return None
+    attrs, root = parsed
     if BODY_CLASS not in (attrs.get("class") or "").split():
         return None
     return Sections(attrs, root, counters)
