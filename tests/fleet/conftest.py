@@ -1,10 +1,12 @@
-"""The fleet tests: cuzk-like servers on loopback (tests/fleet/cuzk_server.py) and a clean panel cache."""
+"""The fleet tests: cuzk-like servers on loopback (tests/fleet/cuzk_server.py), a clean panel cache,
+collectors, and the network namespaces of the end-to-end tests."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
 
+from tests.fleet import netns, sshd
 from tests.fleet.cuzk_server import CuzkServer
 
 
@@ -13,6 +15,17 @@ def cuzk_server() -> Iterator[CuzkServer]:
     """A cuzk-like server serving the fixture with a moving clock (switch `.mode` to misbehave)."""
     with CuzkServer("fixture") as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def netns_lab() -> Iterator[netns.NetnsLab]:
+    """Network namespaces for one module's "hosts" (tests/fleet/netns.py), one with sshd in it,
+    removed afterwards; skips, saying why, where namespaces or sshd cannot be had."""
+    reason = netns.unavailable_reason() or sshd.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with netns.NetnsLab() as lab:
+        yield lab
 
 
 def wait_until(predicate, timeout: float, what: str = "condition", step: float = 0.05):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +103,37 @@ class Dashboard:
         return self.wait_for(name, lambda s: (s.get("source") or {}).get("state") == state, timeout,
                              f"state {state}")
 
+    def wait_states(self, expected: Mapping[str, tuple[str, str]], timeout: float, *, at_least: float = 0.0,
+                    each: Callable[[], object] = lambda: None) -> dict[str, dict[str, Any]]:
+        """Poll /api/fleet until every named source has reached its (state, reason), and at least
+        `at_least` s have passed (the others poll on meanwhile); each one's source as it reached it.
+        `each()` runs once a round (a probe timed while the sources misbehave)."""
+        started = time.monotonic()
+        pending, reached = dict(expected), {}
+        while (pending or time.monotonic() < started + at_least) and time.monotonic() < started + timeout:
+            each()
+            engines = self.fleet()
+            for name, wanted in list(pending.items()):
+                source = (engines.get(name) or {}).get("source") or {}
+                if (source.get("state"), source.get("reason")) == wanted:
+                    reached[name] = source
+                    pending.pop(name)
+            time.sleep(0.2)
+        assert not pending, {name: self.fleet().get(name, {}).get("source") for name in pending}
+        return reached
+
+    def assert_polled_on(self, seqs: Mapping[str, int]) -> None:
+        """Each named source is online with a newer snapshot than its seq in `seqs`."""
+        engines = self.fleet()
+        for name, seq in seqs.items():
+            assert engines[name]["seq"] > seq and engines[name]["source"]["state"] == "online", name
+
     def __enter__(self) -> Dashboard:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None and issubclass(exc_type, Exception):
+            print(self.tail())  # what the dashboard said, for a setup that failed inside `with`
         self.stop()
 
 
