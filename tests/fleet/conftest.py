@@ -3,6 +3,8 @@ collectors, and the network namespaces of the end-to-end tests."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,26 @@ def cuzk_server() -> Iterator[CuzkServer]:
     """A cuzk-like server serving the fixture with a moving clock (switch `.mode` to misbehave)."""
     with CuzkServer("fixture") as server:
         yield server
+
+
+@pytest.fixture
+def collector(clean_panel_cache) -> Iterator[Any]:
+    """A FleetCollector reading the Source table as `watchfleet` does (sources come and go with
+    `addsource`; its tests need `django_db(transaction=True)`), stopped after the test."""
+    from statuspanel.fleet.collector import FleetCollector
+
+    running = FleetCollector(reload_secs=0.2).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def ssh_key(tmp_path: Path) -> tuple[Path, Any]:
+    """A client key for the ssh transport: (its private key file, the asyncssh key to authorize)."""
+    from tests.fleet.ssh_server import client_key
+
+    path = tmp_path / "id_ed25519"
+    return path, client_key(path)
 
 
 @pytest.fixture(scope="module")
