@@ -1,6 +1,7 @@
 """A dashboard process for the fleet's end-to-end tests: its own data directory and database, sources
 added with `manage.py addsource`, served by `manage.py watchfleet` (or `runprover`), watched through
-`GET /api/fleet`. Also starts our own engines (`runprover`) as remote sources with a status token."""
+`GET /api/fleet`. Also starts our own engines (`runprover`) as remote sources with a status token, and
+names what the browser tests look for on the panel."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,15 @@ from typing import Any
 from tests.process_support import free_port, stop_now, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The panel as the browser tests read it: an engine's section, and its source state (a JS function of the id).
+STATE_OF = """(id) => { const s = document.querySelector('section.engine[data-engine-id="' + id + '"]');
+  const b = s && s.querySelector('[data-source-state]'); return b ? b.dataset.sourceState : null; }"""
+
+
+def engine_section(engine: str) -> str:
+    """The CSS selector of engine `engine`'s section on the panel."""
+    return f'#engines section.engine[data-engine-id="{engine}"]'
 
 
 def process_env(data: Path, **extra: str) -> dict[str, str]:
@@ -155,3 +165,31 @@ def start_engine(workdir: Path, *, bind: str, status_token: str, engine_id: str,
 
 def wait_engine(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
     wait_http(f"{url}/healthz", proc, timeout=timeout)
+
+
+class DemoEngine:
+    """One of ours beside a fleet's cuzk daemons: `runprover --demo` on a free loopback port, read
+    with its status token. `with DemoEngine(dir, token) as ours:` starts it without waiting (the
+    dashboard starts meanwhile); `ours.wait()` until it serves; stopped when the block ends."""
+
+    def __init__(self, workdir: Path, status_token: str, engine_id: str = "ours-local") -> None:
+        self.workdir, self.status_token, self.engine_id = Path(workdir), status_token, engine_id
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen | None = None
+
+    def source(self, name: str, *args: str) -> list[str]:
+        """`addsource` arguments of a source reading this engine (for `Dashboard.add_sources`)."""
+        return [name, "--kind", "vastmanager", "--url", self.url, "--token", self.status_token, *args]
+
+    def wait(self) -> None:
+        assert self.proc is not None, "not started"
+        wait_engine(self.url, self.proc)
+
+    def __enter__(self) -> DemoEngine:
+        self.proc, _ = start_engine(self.workdir, bind=self.url.removeprefix("http://"),
+                                    status_token=self.status_token, engine_id=self.engine_id, demo=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            stop_now(self.proc)
