@@ -1,5 +1,5 @@
 """The fleet tests: cuzk-like servers on loopback (tests/fleet/cuzk_server.py), a clean panel cache,
-collectors, and the network namespaces of the end-to-end tests."""
+collectors, the admin's Source form, and the network namespaces of the end-to-end tests."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -48,6 +48,14 @@ def netns_lab() -> Iterator[netns.NetnsLab]:
         pytest.skip(reason)
     with netns.NetnsLab() as lab:
         yield lab
+
+
+def source_form(**fields: str) -> dict[str, str]:
+    """The admin's Source form as a browser posts it (log in with pytest-django's `admin_client`): an
+    enabled HTTP source, no state-change rows inline, with `fields` over that."""
+    return {"kind": "cuzk", "transport": "http", "url": "", "ssh_port": "22", "known_hosts_policy": "pin",
+            "interval_secs": "1.5", "enabled": "on", "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0",
+            "events-MIN_NUM_FORMS": "0", "events-MAX_NUM_FORMS": "0", **fields}
 
 
 def wait_until(predicate, timeout: float, what: str = "condition", step: float = 0.05):
