@@ -1,11 +1,15 @@
 """The local PostgreSQL and Redis servers for tests that need the real thing: whether they answer,
-throwaway databases and Redis key prefixes that are removed afterwards."""
+throwaway databases and Redis key prefixes that are removed afterwards, and the status group heard
+through Redis as a panel process elsewhere hears it."""
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -40,6 +44,41 @@ def services_up() -> str | None:
     except redis.RedisError as exc:
         return f"no Redis at {REDIS_URL}: {exc}"
     return None
+
+
+def redis_down() -> str | None:
+    """None when Redis accepts a connection, else why not (a quick check for a skip at import)."""
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=0.5).close()
+    except OSError as exc:
+        return f"no Redis at {REDIS_URL}: {exc}"
+    return None
+
+
+@asynccontextmanager
+async def redis_status_group() -> AsyncIterator[tuple[Any, Callable[[float], Awaitable[dict[str, Any]]]]]:
+    """`(layer, receive)`: a Redis pub/sub channel layer for the code under test to send on, and
+    `receive(timeout)` the next status-group message as a panel process elsewhere gets it (a second
+    layer on the same private prefix); the group is left and the layers closed at the end."""
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    from gpu_engine.wire import STATUS_GROUP
+
+    with private_redis_prefix() as prefix:
+        host = {"address": REDIS_URL, "max_connections": 4}
+        receiver = RedisPubSubChannelLayer(hosts=[host], prefix=prefix)
+        sender = RedisPubSubChannelLayer(hosts=[host], prefix=prefix)
+        channel = await receiver.new_channel()
+        await receiver.group_add(STATUS_GROUP, channel)
+
+        async def receive(timeout: float) -> dict[str, Any]:
+            return await asyncio.wait_for(receiver.receive(channel), timeout)
+
+        try:
+            yield sender, receive
+        finally:
+            await receiver.group_discard(STATUS_GROUP, channel)
+            await receiver.flush()
 
 
 @contextmanager
