@@ -1,16 +1,21 @@
 """The local PostgreSQL and Redis servers for tests that need the real thing: whether they answer,
-throwaway databases and Redis key prefixes that are removed afterwards, and the status group heard
-through Redis as a panel process elsewhere hears it."""
+throwaway databases and Redis key prefixes that are removed afterwards, the status group heard
+through Redis as a panel process elsewhere hears it, and a benchmark's child run on a fresh database."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -28,6 +33,26 @@ def private_database(prefix: str) -> Iterator[str]:
     finally:
         with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_on_fresh_database(argv: Sequence[str], database: str, timeout: float = 1800) -> Any:
+    """Run `argv` (a bench's child, from the repository root) on a database of its own: an SQLite file
+    in a temporary data directory (`sqlite`) or a throwaway PostgreSQL database (`postgres`), without
+    Redis; what it printed last, parsed as JSON (its figures). A child that fails raises with its stderr."""
+    if database not in ("sqlite", "postgres"):
+        raise ValueError(f"database must be sqlite or postgres, not {database!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, VASTMANAGER_DATA_DIR=tmp, DJANGO_SETTINGS_MODULE="vastmanager.settings",
+                   LOG_LEVEL="WARNING")
+        for var in ("REDIS_URL", "DATABASE_URL"):
+            env.pop(var, None)
+        with private_database("vastmanager_bench") if database == "postgres" else nullcontext() as url:
+            if url is not None:
+                env["DATABASE_URL"] = url
+            out = subprocess.run(list(argv), env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"bench child failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def services_up() -> str | None:
