@@ -25,9 +25,7 @@ import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -307,26 +305,13 @@ def child(args: argparse.Namespace) -> None:
 
 def run_one(rows: int, database: str, explain_only: bool, busy_sizes: tuple[int, int] | None = None,
             before: bool = False) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, VASTMANAGER_DATA_DIR=tmp, DJANGO_SETTINGS_MODULE="vastmanager.settings",
-                   LOG_LEVEL="WARNING")
-        env.pop("REDIS_URL", None)
-        argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
-        argv += ["--before"] if before else []
-        if busy_sizes is not None:
-            argv += ["--busy", "--busy-rows", str(busy_sizes[0]), "--day-rows", str(busy_sizes[1])]
-        if database == "postgres":
-            from tests.services import private_database
+    from tests.services import run_on_fresh_database
 
-            with private_database("vastmanager_bench") as url:
-                env["DATABASE_URL"] = url
-                out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-        else:
-            env.pop("DATABASE_URL", None)
-            out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-        if out.returncode:
-            raise RuntimeError(f"bench child failed:\n{out.stderr[-4000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, __file__, "--child", "--rows", str(rows)] + (["--explain-only"] if explain_only else [])
+    argv += ["--before"] if before else []
+    if busy_sizes is not None:
+        argv += ["--busy", "--busy-rows", str(busy_sizes[0]), "--day-rows", str(busy_sizes[1])]
+    return run_on_fresh_database(argv, database)
 
 
 def main() -> None:

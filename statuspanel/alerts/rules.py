@@ -8,7 +8,7 @@ Snapshots are read defensively (foreign engines omit keys; docs/SNAPSHOT.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Iterator, Sequence, cast
 
 from gpu_engine.kinds import PROOF_KINDS
 from gpu_engine.schema import SnapshotDocument
@@ -84,6 +84,19 @@ def _online(snap: SnapshotDocument) -> bool:
     return not is_fleet(snap) or snap["source"].get("state") == "online"
 
 
+def _watched(snaps: Sequence[SnapshotDocument]) -> Iterator[tuple[str, SnapshotDocument]]:
+    """(engine, snapshot) of the snapshots whose contents a rule may judge: a fleet source's only while
+    it is online (an unreachable one's last document is stale; source-down speaks for it)."""
+    return ((engine_of(snap), snap) for snap in snaps if _online(snap))
+
+
+def _partitions(snap: SnapshotDocument) -> Iterator[tuple[dict[str, Any], dict[str, Any], str]]:
+    """Every partition of the snapshot's pipelines: (pipeline, partition, its subject `job#index`)."""
+    for pipe in _list(snap, "pipelines"):
+        for part in _list(pipe, "partitions"):
+            yield pipe, part, f"{pipe.get('job_id')}#{part.get('index')}"
+
+
 def label(kind: str) -> str:
     spec = PROOF_KINDS.get(kind)
     return spec.label if spec is not None else kind
@@ -100,10 +113,7 @@ def fmt_secs(secs: float) -> str:
 
 def gpu_idle_while_queued(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
-    for snap in snaps:
-        engine = engine_of(snap)
-        if not _online(snap):
-            continue
+    for engine, snap in _watched(snaps):
         if is_fleet(snap):
             raw_counters = snap.get("counters")
             counters: dict[str, Any] = raw_counters if isinstance(raw_counters, dict) else {}
@@ -127,37 +137,30 @@ def gpu_idle_while_queued(snaps: Sequence[SnapshotDocument], facts: Facts, setti
 
 def partition_stuck(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
-    for snap in snaps:
-        engine = engine_of(snap)
-        if not _online(snap):
-            continue
+    for engine, snap in _watched(snaps):
         factor = setting("partition-stuck", engine).threshold
-        for pipe in _list(snap, "pipelines"):
+        for pipe, part, subject in _partitions(snap):
+            phase = part.get("state")
+            ms = _num(part.get(OPEN_PHASES.get(phase, ""))) if phase in OPEN_PHASES else None
+            if ms is None:
+                continue
             kind = str(pipe.get("proof_kind") or "")
-            for part in _list(pipe, "partitions"):
-                phase = part.get("state")
-                ms = _num(part.get(OPEN_PHASES.get(phase, ""))) if phase in OPEN_PHASES else None
-                if ms is None:
-                    continue
-                p95 = facts.p95_secs.get((kind, cast(str, phase)))  # a number came from an OPEN_PHASES key
-                limit = facts.stuck_ceiling_secs if p95 is None else max(facts.stuck_floor_secs, factor * p95)
-                secs = ms / 1000.0
-                if secs > limit:
-                    subject = f"{pipe.get('job_id')}#{part.get('index')}"
-                    usual = f"p95 {fmt_secs(p95)}" if p95 is not None else "no history"
-                    out.append(Condition("partition-stuck", engine, subject, secs,
-                                         f"{subject} ({label(kind)}) on {engine} in {phase} for {fmt_secs(secs)} "
-                                         f"(limit {fmt_secs(limit)}, {usual})"))
+            p95 = facts.p95_secs.get((kind, cast(str, phase)))  # a number came from an OPEN_PHASES key
+            limit = facts.stuck_ceiling_secs if p95 is None else max(facts.stuck_floor_secs, factor * p95)
+            secs = ms / 1000.0
+            if secs > limit:
+                usual = f"p95 {fmt_secs(p95)}" if p95 is not None else "no history"
+                out.append(Condition("partition-stuck", engine, subject, secs,
+                                     f"{subject} ({label(kind)}) on {engine} in {phase} for {fmt_secs(secs)} "
+                                     f"(limit {fmt_secs(limit)}, {usual})"))
     return out
 
 
 def tracker_inconsistent(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
-    out = []
-    for (engine, subject), (streak, message) in sorted(facts.consistency_streaks.items()):
-        if streak >= setting("tracker-inconsistent", engine).threshold:
-            out.append(Condition("tracker-inconsistent", engine, subject, streak,
-                                 f"{engine}: {message} on {streak} snapshots in a row"))
-    return out
+    return [Condition("tracker-inconsistent", engine, subject, streak,
+                      f"{engine}: {message} on {streak} snapshots in a row")
+            for (engine, subject), (streak, message) in sorted(facts.consistency_streaks.items())
+            if streak >= setting("tracker-inconsistent", engine).threshold]
 
 
 def source_down(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
@@ -173,12 +176,8 @@ def source_down(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Settin
 
 
 def engine_down(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
-    out = []
-    for engine, age in sorted(facts.heartbeat_ages.items()):
-        if age > setting("engine-down", engine).threshold:
-            out.append(Condition("engine-down", engine, engine, age,
-                                 f"engine {engine}: no heartbeat for {fmt_secs(age)}"))
-    return out
+    return [Condition("engine-down", engine, engine, age, f"engine {engine}: no heartbeat for {fmt_secs(age)}")
+            for engine, age in sorted(facts.heartbeat_ages.items()) if age > setting("engine-down", engine).threshold]
 
 
 def failure_burst(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
@@ -195,10 +194,7 @@ def failure_burst(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Sett
 
 def memory_pressure(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Setting) -> list[Condition]:
     out = []
-    for snap in snaps:
-        engine = engine_of(snap)
-        if not _online(snap):
-            continue
+    for engine, snap in _watched(snaps):
         raw_mem = snap.get("memory")
         mem: dict[str, Any] = raw_mem if isinstance(raw_mem, dict) else {}
         used, total = _num(mem.get("used_bytes")), _num(mem.get("total_bytes"))
@@ -207,15 +203,12 @@ def memory_pressure(snaps: Sequence[SnapshotDocument], facts: Facts, setting: Se
             if pct > setting("memory-pressure", engine).threshold:
                 out.append(Condition("memory-pressure", engine, "memory", pct,
                                      f"{engine}: memory budget {pct:.0f} % used for {{held}}"))
-        for pipe in _list(snap, "pipelines"):
+        for pipe, part, subject in _partitions(snap):
             age = _num(pipe.get("started_secs_ago"))
-            if pipe.get("status") not in ("queued", "running") or age is None or age <= facts.admission_wait_secs:
-                continue
-            for part in _list(pipe, "partitions"):
-                if part.get("state") == "pending":
-                    subject = f"{pipe.get('job_id')}#{part.get('index')}"
-                    out.append(Condition("memory-pressure", engine, subject, age,
-                                         f"{subject} on {engine} waits for admission ({fmt_secs(age)} since claim)"))
+            if (part.get("state") == "pending" and pipe.get("status") in ("queued", "running") and age is not None
+                    and age > facts.admission_wait_secs):
+                out.append(Condition("memory-pressure", engine, subject, age,
+                                     f"{subject} on {engine} waits for admission ({fmt_secs(age)} since claim)"))
     return out
 
 

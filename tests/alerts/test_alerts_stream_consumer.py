@@ -15,7 +15,7 @@ from statuspanel.alerts.evaluator import Evaluator
 from statuspanel.alerts.panel import acknowledge
 from tests.alerts.conftest import Feed, source_snapshot
 from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, communicator
+from tests.panel.helpers import ORIGIN, communicator, next_frame, open_status
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("api_token", "clean_panel_cache")]
@@ -30,17 +30,6 @@ def _evaluate(feed: Feed, *down: str) -> None:
     assert evaluator.lease.acquire_or_renew()
     evaluator.evaluate_once()
     evaluator.lease.release()
-
-
-async def _open(query: str):
-    comm = communicator(f"/ws/status/?token={TOKEN}{query}", [ORIGIN])
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-async def _frame(comm) -> dict:
-    return json.loads(await comm.receive_from(timeout=5))
 
 
 @pytest_asyncio.fixture
@@ -58,36 +47,36 @@ async def stream():
 
 async def test_without_asking_no_alerts_frame_is_sent() -> None:
     await sync_to_async(_evaluate)(Feed(), "box-1")
-    comm = await _open("")
+    comm = await open_status("")
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
 
 
 async def test_the_set_on_connect_even_when_empty_and_on_resync() -> None:
-    comm = await _open("&alerts=1")
-    frame = await _frame(comm)
+    comm = await open_status("&alerts=1")
+    frame = await next_frame(comm)
     assert frame["type"] == "alerts" and frame["alerts"] == [] and "html" in frame
     await sync_to_async(_evaluate)(Feed(), "box-1")
     await comm.send_to(text_data=json.dumps({"type": "resync"}))
-    frame = await _frame(comm)
+    frame = await next_frame(comm)
     assert [(a["rule"], a["engine"]) for a in frame["alerts"]] == [("source-down", "box-1")]
     await comm.disconnect()
 
 
 async def test_changes_arrive_live_in_seq_order_json_format_without_html(stream) -> None:
     feed = Feed()
-    comm = await _open("&alerts=1&format=json")
-    first = await _frame(comm)
+    comm = await open_status("&alerts=1&format=json")
+    first = await next_frame(comm)
     assert first["type"] == "alerts" and first["alerts"] == [] and "html" not in first
     await sync_to_async(_evaluate)(feed, "box-1", "box-2")
-    fired = await _frame(comm)
+    fired = await next_frame(comm)
     assert fired["seq"] > first["seq"] and {a["engine"] for a in fired["alerts"]} == {"box-1", "box-2"}
     await sync_to_async(acknowledge)(fired["alerts"][0]["id"], "alice")
     stream.wake()
-    acked = await _frame(comm)
+    acked = await next_frame(comm)
     assert acked["seq"] > fired["seq"] and acked["alerts"][0]["acknowledged_by"] == "alice"
     await sync_to_async(_evaluate)(feed)  # both resolved
-    cleared = await _frame(comm)
+    cleared = await next_frame(comm)
     assert cleared["alerts"] == [] and cleared["seq"] > acked["seq"]
     assert await comm.receive_nothing(timeout=0.4)  # nothing changed: nothing sent
     await comm.disconnect()
@@ -97,8 +86,8 @@ async def test_a_client_connecting_gets_the_streams_latest_and_no_repeat(stream)
     await sync_to_async(_evaluate)(Feed(), "box-9")
     await asyncio.sleep(0.4)
     seq = stream.latest[0]
-    comm = await _open("&alerts=1")
-    frame = await _frame(comm)
+    comm = await open_status("&alerts=1")
+    frame = await next_frame(comm)
     assert frame["seq"] == seq and frame["alerts"][0]["engine"] == "box-9" and "box-9" in frame["html"]
     assert await comm.receive_nothing(timeout=0.4)
     await comm.disconnect()
@@ -121,8 +110,8 @@ async def test_an_acknowledge_served_here_reaches_clients_at_once_not_at_the_nex
     slow.attach_loop(asyncio.get_running_loop())
     broadcast._current = slow.start()
     try:
-        comm = await _open("&alerts=1&format=json")
-        first = await _frame(comm)
+        comm = await open_status("&alerts=1&format=json")
+        first = await next_frame(comm)
         assert first["alerts"][0]["acknowledged_by"] is None
 
         def post() -> int:
@@ -131,7 +120,7 @@ async def test_an_acknowledge_served_here_reaches_clients_at_once_not_at_the_nex
             return client.post(f"/api/alerts/{first['alerts'][0]['id']}/acknowledge").status_code
 
         assert await sync_to_async(post)() == 200
-        acked = await _frame(comm)  # within receive_from's 5 s, far under the 60 s poll
+        acked = await next_frame(comm)  # within receive_from's 5 s, far under the 60 s poll
         assert acked["alerts"][0]["acknowledged_by"] == "carol" and acked["seq"] > first["seq"]
         await comm.disconnect()
     finally:

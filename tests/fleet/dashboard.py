@@ -1,6 +1,7 @@
 """A dashboard process for the fleet's end-to-end tests: its own data directory and database, sources
 added with `manage.py addsource`, served by `manage.py watchfleet` (or `runprover`), watched through
-`GET /api/fleet`. Also starts our own engines (`runprover`) as remote sources with a status token."""
+`GET /api/fleet`. Also starts our own engines (`runprover`) as remote sources with a status token, and
+names what the browser tests look for on the panel."""
 from __future__ import annotations
 
 import json
@@ -9,13 +10,22 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tests.process_support import free_port, stop_now, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The panel as the browser tests read it: an engine's section, and its source state (a JS function of the id).
+STATE_OF = """(id) => { const s = document.querySelector('section.engine[data-engine-id="' + id + '"]');
+  const b = s && s.querySelector('[data-source-state]'); return b ? b.dataset.sourceState : null; }"""
+
+
+def engine_section(engine: str) -> str:
+    """The CSS selector of engine `engine`'s section on the panel."""
+    return f'#engines section.engine[data-engine-id="{engine}"]'
 
 
 def process_env(data: Path, **extra: str) -> dict[str, str]:
@@ -103,10 +113,37 @@ class Dashboard:
         return self.wait_for(name, lambda s: (s.get("source") or {}).get("state") == state, timeout,
                              f"state {state}")
 
+    def wait_states(self, expected: Mapping[str, tuple[str, str]], timeout: float, *, at_least: float = 0.0,
+                    each: Callable[[], object] = lambda: None) -> dict[str, dict[str, Any]]:
+        """Poll /api/fleet until every named source has reached its (state, reason), and at least
+        `at_least` s have passed (the others poll on meanwhile); each one's source as it reached it.
+        `each()` runs once a round (a probe timed while the sources misbehave)."""
+        started = time.monotonic()
+        pending, reached = dict(expected), {}
+        while (pending or time.monotonic() < started + at_least) and time.monotonic() < started + timeout:
+            each()
+            engines = self.fleet()
+            for name, wanted in list(pending.items()):
+                source = (engines.get(name) or {}).get("source") or {}
+                if (source.get("state"), source.get("reason")) == wanted:
+                    reached[name] = source
+                    pending.pop(name)
+            time.sleep(0.2)
+        assert not pending, {name: self.fleet().get(name, {}).get("source") for name in pending}
+        return reached
+
+    def assert_polled_on(self, seqs: Mapping[str, int]) -> None:
+        """Each named source is online with a newer snapshot than its seq in `seqs`."""
+        engines = self.fleet()
+        for name, seq in seqs.items():
+            assert engines[name]["seq"] > seq and engines[name]["source"]["state"] == "online", name
+
     def __enter__(self) -> Dashboard:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None and issubclass(exc_type, Exception):
+            print(self.tail())  # what the dashboard said, for a setup that failed inside `with`
         self.stop()
 
 
@@ -128,3 +165,31 @@ def start_engine(workdir: Path, *, bind: str, status_token: str, engine_id: str,
 
 def wait_engine(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
     wait_http(f"{url}/healthz", proc, timeout=timeout)
+
+
+class DemoEngine:
+    """One of ours beside a fleet's cuzk daemons: `runprover --demo` on a free loopback port, read
+    with its status token. `with DemoEngine(dir, token) as ours:` starts it without waiting (the
+    dashboard starts meanwhile); `ours.wait()` until it serves; stopped when the block ends."""
+
+    def __init__(self, workdir: Path, status_token: str, engine_id: str = "ours-local") -> None:
+        self.workdir, self.status_token, self.engine_id = Path(workdir), status_token, engine_id
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen | None = None
+
+    def source(self, name: str, *args: str) -> list[str]:
+        """`addsource` arguments of a source reading this engine (for `Dashboard.add_sources`)."""
+        return [name, "--kind", "vastmanager", "--url", self.url, "--token", self.status_token, *args]
+
+    def wait(self) -> None:
+        assert self.proc is not None, "not started"
+        wait_engine(self.url, self.proc)
+
+    def __enter__(self) -> DemoEngine:
+        self.proc, _ = start_engine(self.workdir, bind=self.url.removeprefix("http://"),
+                                    status_token=self.status_token, engine_id=self.engine_id, demo=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            stop_now(self.proc)

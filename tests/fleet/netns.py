@@ -4,7 +4,9 @@ really crosses interfaces and a link can be pulled.
     with NetnsLab() as lab:
         box = lab.host("gpu")            # namespace + veth pair + addresses, lo up
         proc = box.popen([...])          # a process inside it
+        server = box.serve([...])        # one that says `listening on` when ready
         box.link_down(); box.link_up()   # the box's side of the cable
+        check_link_pull(dash, box, "box-gpu", interval)   # a dashboard's source of it goes and comes back
 
 Each host gets a /24 of its own (root side .1, the namespace side .2) from a block chosen per test
 process, so two test runs at once do not collide. Everything made is removed on exit: processes in
@@ -20,7 +22,10 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.fleet.dashboard import Dashboard
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 _counter = itertools.count()
@@ -66,6 +71,14 @@ class Host:
         self.procs.append(proc)
         return proc
 
+    def serve(self, cmd: Sequence[str]) -> subprocess.Popen:
+        """A server inside the namespace that prints `listening on ...` once it listens (the fleet
+        tests' cuzk-like servers), returned when it has."""
+        proc = self.popen(cmd, stdout=subprocess.PIPE, text=True)
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("listening on"), f"{cmd[1:2]} said {line!r}"
+        return proc
+
     def link_down(self) -> None:
         """Pull the box's cable: its side of the veth goes down (no answers, not even refusals)."""
         _ip("-n", self.name, "link", "set", self.ns_if, "down")
@@ -95,6 +108,23 @@ class Host:
                 os.kill(int(pid), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def check_link_pull(dash: Dashboard, box: Host, name: str, interval: float, others: Sequence[str] = ()) -> None:
+    """Pull `box`'s cable: the dashboard's source `name` of it is `unreachable` within two intervals
+    (plus one /api/fleet round to look) while the `others` stay online, and `online` once it is back."""
+    dash.wait_state(name, "online", timeout=30)
+    box.link_down()
+    try:
+        pulled = time.monotonic()
+        dash.wait_state(name, "unreachable", timeout=2 * interval + 0.5)
+        assert time.monotonic() - pulled <= 2 * interval + 0.5
+        engines = dash.fleet()
+        for other in others:
+            assert engines[other]["source"]["state"] == "online", other
+    finally:
+        box.link_up()
+    dash.wait_state(name, "online", timeout=30)
 
 
 class NetnsLab:

@@ -29,6 +29,14 @@ class ForwardingSshServer:
         """The host key as a known-hosts entry's key part (`ssh-ed25519 AAAA...`)."""
         return self.host_key.export_public_key("openssh").decode().strip()
 
+    def add_source(self, name: str, key_path: Path, *args: str, interval: float = 0.3) -> None:
+        """`addsource NAME --kind cuzk --ssh USER@127.0.0.1:PORT --key KEY_PATH *args`: a source
+        polled through this server (what it reaches behind it: `--remote-port`, `--grpc`)."""
+        from django.core.management import call_command
+
+        call_command("addsource", name, "--kind", "cuzk", "--ssh", f"{self.user}@127.0.0.1:{self.port}",
+                     "--key", str(key_path), "--interval", str(interval), *args)
+
     def start(self) -> ForwardingSshServer:
         outer = self
 

@@ -3,8 +3,7 @@ temporary directory, key authentication only, TCP forwarding allowed to one loop
 status port behind it). `make sshd` installs it; tests skip with the reason where it is missing.
 
     server = SshServer(tmp_path, listen="10.64.3.2", port=2222, forward_port=9820)
-    proc = host.popen(server.command())      # inside a namespace, or subprocess.Popen for loopback
-    server.wait_ready(proc)
+    proc = server.start(host.popen)          # inside a namespace (default: subprocess.Popen); log in server.log
     # a client authenticates as root with server.client_key, trusting server.known_hosts
 """
 from __future__ import annotations
@@ -14,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
@@ -43,6 +43,7 @@ class SshServer:
         self.authorized_keys = self.dir / "authorized_keys"
         self.known_hosts = self.dir / "known_hosts"
         self.config = self.dir / "sshd_config"
+        self.log = self.dir / "sshd.log"
         _keygen(self.host_key, "fleet-test-host")
         _keygen(self.client_key, "fleet-test-client")
         self.authorized_keys.write_text(Path(f"{self.client_key}.pub").read_text())
@@ -75,6 +76,13 @@ class SshServer:
         """sshd in the foreground, logging to stderr (-e), with the generated config only."""
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
         return [SSHD, "-D", "-e", "-f", str(self.config)]
+
+    def start(self, popen: Callable[..., subprocess.Popen] = subprocess.Popen) -> subprocess.Popen:
+        """sshd started with `popen` (a namespace's `Host.popen`), its stderr in `self.log`; returned
+        once it answers."""
+        proc = popen(self.command(), stderr=self.log.open("w"))
+        self.wait_ready(proc)
+        return proc
 
     def wait_ready(self, proc: subprocess.Popen, timeout: float = 20.0) -> None:
         """Until the server sends its SSH banner on its address (from wherever the caller runs)."""

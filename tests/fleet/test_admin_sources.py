@@ -3,10 +3,10 @@ when left empty on an edit of the same target, removed on request), state change
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from statuspanel.models import Source, SourceEvent
+from tests.fleet.conftest import source_form
 
 pytestmark = pytest.mark.django_db
 
@@ -14,20 +14,9 @@ TOKEN = "admin-secret-token-0123456789"
 ADD = "/admin/statuspanel/source/add/"
 
 
-@pytest.fixture
-def admin_client(client):
-    user = get_user_model().objects.create_superuser("ops", "ops@example.net", "a-long-password-1")
-    client.force_login(user)
-    return client
-
-
-def _form(**overrides) -> dict:
-    data = {"name": "eng1", "kind": "vastmanager", "transport": "http", "url": "http://10.0.0.7:8000",
-            "ssh_port": "22", "known_hosts_policy": "pin", "interval_secs": "1.5", "enabled": "on", "token": TOKEN,
-            "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0", "events-MIN_NUM_FORMS": "0",
-            "events-MAX_NUM_FORMS": "0"}
-    data.update(overrides)
-    return data
+def _form(**overrides: str) -> dict[str, str]:
+    return source_form(**{"name": "eng1", "kind": "vastmanager", "url": "http://10.0.0.7:8000", "token": TOKEN,
+                          **overrides})
 
 
 def test_the_token_is_write_only(admin_client) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.fleet.cuzk_server import RACE_JOB, CuzkServer, load_fixture
-from tests.fleet.dashboard import Dashboard, start_engine, wait_engine
-from tests.process_support import free_port, stop_now
+from tests.fleet.dashboard import STATE_OF, Dashboard, DemoEngine
+from tests.fleet.dashboard import engine_section as _section
+from tests.process_support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -30,33 +31,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def fleet(tmp_path):
     doc = load_fixture()
     doc["pipelines"][1]["proof_kind"] = UNKNOWN_KIND
-    ours = None
-    with CuzkServer("race", doc=doc, freeze_step=RACE_STEP) as cuzk, Dashboard(tmp_path / "dash", TOKEN) as dash:
-        try:
-            ours_url = f"http://127.0.0.1:{free_port()}"
-            ours, ours_log = start_engine(tmp_path / "ours", bind=ours_url[len("http://"):], status_token=STATUS_TOKEN,
-                                          engine_id="ours-local", demo=True)
-            dash.add_source("box-cuzk", "--kind", "cuzk", "--url", cuzk.url, "--interval", "1")
-            dash.add_source("box-ours", "--kind", "vastmanager", "--url", ours_url, "--token", STATUS_TOKEN,
-                            "--interval", "1")
-            dash.add_source("box-gone", "--kind", "cuzk", "--url", f"http://127.0.0.1:{free_port()}", "--interval", "1")
-            dash.start()
-            wait_engine(ours_url, ours)
-            yield dash.base
-        except Exception:
-            print(dash.tail())
-            raise
-        finally:
-            if ours is not None and ours.poll() is None:
-                stop_now(ours)
-
-
-def _section(engine: str) -> str:
-    return f'#engines section.engine[data-engine-id="{engine}"]'
-
-
-STATE_OF = """(id) => { const s = document.querySelector('section.engine[data-engine-id="' + id + '"]');
-  const b = s && s.querySelector('[data-source-state]'); return b ? b.dataset.sourceState : null; }"""
+    with CuzkServer("race", doc=doc, freeze_step=RACE_STEP) as cuzk, Dashboard(tmp_path / "dash", TOKEN) as dash, \
+            DemoEngine(tmp_path / "ours", STATUS_TOKEN) as ours:
+        dash.add_sources([
+            ["box-cuzk", "--kind", "cuzk", "--url", cuzk.url, "--interval", "1"],
+            ours.source("box-ours", "--interval", "1"),
+            ["box-gone", "--kind", "cuzk", "--url", f"http://127.0.0.1:{free_port()}", "--interval", "1"],
+        ])
+        dash.start()
+        ours.wait()
+        yield dash.base
 
 
 def test_fleet_of_three_in_chromium(fleet, panel_login):
@@ -137,12 +121,8 @@ def fifty(tmp_path):
         dash = stack.enter_context(Dashboard(tmp_path / "dash", TOKEN))
         dash.add_sources([[f"gpu-{i:02d}", "--kind", "cuzk", "--url", s.url, "--interval", "1.5"]
                           for i, s in enumerate(servers)])
-        try:
-            dash.start()
-            yield dash
-        except Exception:
-            print(dash.tail())
-            raise
+        dash.start()
+        yield dash
 
 
 ROW_HEIGHTS = """() => Array.from(document.querySelectorAll('#engines > section.engine'))

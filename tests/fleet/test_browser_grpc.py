@@ -12,8 +12,8 @@ import pytest
 
 from tests.fleet.cuzk_grpc_server import GPU_NAME, CuzkGrpcServer
 from tests.fleet.cuzk_server import CuzkServer
-from tests.fleet.dashboard import Dashboard, start_engine, wait_engine
-from tests.process_support import free_port, stop_now
+from tests.fleet.dashboard import STATE_OF, Dashboard, DemoEngine
+from tests.fleet.dashboard import engine_section as _section
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -22,8 +22,6 @@ STATUS_TOKEN = "fleet-grpc-browser-status-token"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-STATE_OF = """(id) => { const s = document.querySelector('section.engine[data-engine-id="' + id + '"]');
-  const b = s && s.querySelector('[data-source-state]'); return b ? b.dataset.sourceState : null; }"""
 QUEUES_OF = """(id) => Array.from(document.querySelectorAll(
   'section.engine[data-engine-id="' + id + '"] [data-queue]')).map(r => r.dataset.queue + ':' + r.dataset.pending
   + '/' + r.dataset.inProgress).join(' ')"""
@@ -31,31 +29,16 @@ QUEUES_OF = """(id) => Array.from(document.querySelectorAll(
 
 @pytest.fixture
 def fleet(tmp_path):
-    ours = None
     with CuzkGrpcServer("script", step_secs=1.5) as grpc_server, CuzkServer("fixture") as http, \
-            Dashboard(tmp_path / "dash", TOKEN) as dash:
-        try:
-            ours_url = f"http://127.0.0.1:{free_port()}"
-            ours, _ = start_engine(tmp_path / "ours", bind=ours_url[len("http://"):], status_token=STATUS_TOKEN,
-                                   engine_id="ours-local", demo=True)
-            dash.add_sources([
-                ["box-grpc", "--kind", "cuzk", "--grpc", grpc_server.target, "--interval", "1"],
-                ["box-merged", "--kind", "cuzk", "--url", http.url, "--grpc", grpc_server.target, "--interval", "1"],
-                ["box-ours", "--kind", "vastmanager", "--url", ours_url, "--token", STATUS_TOKEN, "--interval", "1"],
-            ])
-            dash.start()
-            wait_engine(ours_url, ours)
-            yield dash.base
-        except Exception:
-            print(dash.tail())
-            raise
-        finally:
-            if ours is not None and ours.poll() is None:
-                stop_now(ours)
-
-
-def _section(engine: str) -> str:
-    return f'#engines section.engine[data-engine-id="{engine}"]'
+            Dashboard(tmp_path / "dash", TOKEN) as dash, DemoEngine(tmp_path / "ours", STATUS_TOKEN) as ours:
+        dash.add_sources([
+            ["box-grpc", "--kind", "cuzk", "--grpc", grpc_server.target, "--interval", "1"],
+            ["box-merged", "--kind", "cuzk", "--url", http.url, "--grpc", grpc_server.target, "--interval", "1"],
+            ours.source("box-ours", "--interval", "1"),
+        ])
+        dash.start()
+        ours.wait()
+        yield dash.base
 
 
 def test_grpc_engines_in_chromium_at_1440_and_420(fleet, panel_login) -> None:

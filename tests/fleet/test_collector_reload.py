@@ -19,13 +19,6 @@ def _state(name: str) -> str | None:
     return snap["source"]["state"] if snap else None
 
 
-@pytest.fixture
-def collector(clean_panel_cache):
-    c = FleetCollector(reload_secs=0.2).start()
-    yield c
-    c.stop()
-
-
 def test_added_edited_disabled_and_removed_sources_take_effect_live(collector) -> None:
     with CuzkServer("fixture") as good, CuzkServer("html") as bad:
         call_command("addsource", "box-a", "--kind", "cuzk", "--url", good.url, "--interval", "0.3")

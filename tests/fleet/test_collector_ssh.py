@@ -1,14 +1,12 @@
 """The ssh transport: the status port is reached through a direct-tcpip channel of a real SSH server
 on loopback; host keys pinned on first use (or checked against a known-hosts file), a changed host key,
-a refused key and a closed status port each give their reason."""
+a refused key and a closed status or gRPC port each give their reason."""
 from __future__ import annotations
 
 import asyncssh
 import pytest
-from django.core.management import call_command
 
 from gpu_engine import wire
-from statuspanel.fleet.collector import FleetCollector
 from statuspanel.models import Source
 from tests.fleet.conftest import wait_until
 from tests.fleet.cuzk_server import CuzkServer
@@ -23,28 +21,10 @@ def _source(name: str) -> dict | None:
     return snap["source"] if snap else None
 
 
-@pytest.fixture
-def collector(clean_panel_cache):
-    c = FleetCollector(reload_secs=0.2).start()
-    yield c
-    c.stop()
-
-
-@pytest.fixture
-def key(tmp_path):
-    path = tmp_path / "id_ed25519"
-    return path, client_key(path)
-
-
-def _add(name: str, ssh_port: int, key_path, remote_port: int, *extra: str) -> None:
-    call_command("addsource", name, "--kind", "cuzk", "--ssh", f"fleet@127.0.0.1:{ssh_port}", "--key", str(key_path),
-                 "--remote-port", str(remote_port), "--interval", "0.3", *extra)
-
-
-def test_status_through_an_ssh_channel_with_the_host_key_pinned(collector, key, tmp_path) -> None:
-    key_path, public = key
+def test_status_through_an_ssh_channel_with_the_host_key_pinned(collector, ssh_key, tmp_path) -> None:
+    key_path, public = ssh_key
     with CuzkServer("race", freeze_step=1) as cuzk, ForwardingSshServer(tmp_path, public) as ssh:
-        _add("ssh-box", ssh.port, key_path, cuzk.port)
+        ssh.add_source("ssh-box", key_path, "--remote-port", str(cuzk.port))
         source = wait_until(lambda: (s := _source("ssh-box")) and s["state"] == "online" and s, 15, "online over ssh")
         assert source["transport"] == "ssh"
         assert source["target"] == f"ssh fleet@127.0.0.1:{ssh.port} -> 127.0.0.1:{cuzk.port}"
@@ -54,11 +34,11 @@ def test_status_through_an_ssh_channel_with_the_host_key_pinned(collector, key, 
         wait_until(lambda: Source.objects.get(name="ssh-box").ssh_host_key == ssh.host_key_line, 5, "key pinned")
 
 
-def test_a_changed_host_key_is_refused(collector, key, tmp_path) -> None:
-    key_path, public = key
+def test_a_changed_host_key_is_refused(collector, ssh_key, tmp_path) -> None:
+    key_path, public = ssh_key
     with CuzkServer("fixture") as cuzk:
         with ForwardingSshServer(tmp_path, public) as first:
-            _add("ssh-box", first.port, key_path, cuzk.port)
+            first.add_source("ssh-box", key_path, "--remote-port", str(cuzk.port))
             wait_until(lambda: Source.objects.get(name="ssh-box").ssh_host_key, 15, "key pinned")
         with ForwardingSshServer(tmp_path, public) as impostor:  # another host key, where the box was
             Source.objects.filter(name="ssh-box").update(ssh_port=impostor.port)
@@ -68,27 +48,29 @@ def test_a_changed_host_key_is_refused(collector, key, tmp_path) -> None:
             assert impostor.channels == 0  # nothing went through the impostor
 
 
-def test_strict_policy_with_a_known_hosts_file(collector, key, tmp_path) -> None:
-    key_path, public = key
+def test_strict_policy_with_a_known_hosts_file(collector, ssh_key, tmp_path) -> None:
+    key_path, public = ssh_key
     with CuzkServer("fixture") as cuzk, ForwardingSshServer(tmp_path, public) as ssh:
         known = tmp_path / "known_hosts"
         known.write_text(f"[127.0.0.1]:{ssh.port} {ssh.host_key_line}\n")
-        _add("strict-box", ssh.port, key_path, cuzk.port, "--known-hosts", "strict", "--known-hosts-file", str(known))
+        ssh.add_source("strict-box", key_path, "--remote-port", str(cuzk.port), "--known-hosts", "strict",
+                       "--known-hosts-file", str(known))
         wait_until(lambda: (_source("strict-box") or {}).get("state") == "online", 15, "online, strict")
         known.write_text(f"[127.0.0.1]:{ssh.port} {asyncssh.generate_private_key('ssh-ed25519').export_public_key('openssh').decode()}")
         Source.objects.filter(name="strict-box").update(interval_secs=0.31)  # an edit: a fresh connection
         wait_until(lambda: (_source("strict-box") or {}).get("reason") == "ssh", 15, "unknown key refused")
 
 
-def test_a_refused_client_key_and_a_closed_status_port(collector, key, tmp_path) -> None:
-    key_path, public = key
+@pytest.mark.parametrize("behind", ["--remote-port", "--grpc"])  # the HTTP status port, or cuzk's gRPC port
+def test_a_refused_client_key_and_a_closed_port_behind_ssh(collector, ssh_key, tmp_path, behind) -> None:
+    key_path, public = ssh_key
     stranger_path = tmp_path / "stranger"
     client_key(stranger_path)
     with ForwardingSshServer(tmp_path, public) as ssh:
-        _add("wrong-key", ssh.port, stranger_path, free_port())
-        _add("closed-port", ssh.port, key_path, free_port())
+        ssh.add_source("wrong-key", stranger_path, behind, str(free_port()))
+        ssh.add_source("closed-port", key_path, behind, str(free_port()))
         wrong = wait_until(lambda: (s := _source("wrong-key")) and s["state"] == "unreachable" and s, 15, "wrong key")
-        assert wrong["reason"] == "ssh" and "permission denied" in wrong["error"]
+        assert wrong["reason"] == "ssh" and "permission denied" in wrong["error"], wrong
         closed = wait_until(lambda: (s := _source("closed-port")) and s["state"] == "unreachable" and s, 15, "closed")
         assert closed["reason"] == "refused", closed
 

@@ -46,29 +46,21 @@ class Fleet:
 
 
 def _cuzk_server(host: netns.Host, bind: str, port: int, mode: str, *extra: str) -> subprocess.Popen:
-    proc = host.popen([sys.executable, SERVER, "--host", bind, "--port", str(port), "--mode", mode, *extra],
-                      stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("listening on"), line
-    return proc
+    return host.serve([sys.executable, SERVER, "--host", bind, "--port", str(port), "--mode", mode, *extra])
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory) -> Iterator[Fleet]:
-    reason = netns.unavailable_reason() or sshd.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+def fleet(tmp_path_factory, netns_lab) -> Iterator[Fleet]:
     tmp = tmp_path_factory.mktemp("fleet-netns")
-    with netns.NetnsLab() as lab, Dashboard(tmp / "dash", TOKEN) as dash:
-        gpu, engine, ssh = lab.host("gpu"), lab.host("eng"), lab.host("ssh")
+    with Dashboard(tmp / "dash", TOKEN) as dash:
+        gpu, engine, ssh = netns_lab.host("gpu"), netns_lab.host("eng"), netns_lab.host("ssh")
         try:
             _cuzk_server(gpu, gpu.addr, CUZK_PORT, "race", "--step-secs", "1.5")
             proc, log = start_engine(tmp / "engine", bind=f"{engine.addr}:{ENGINE_PORT}", status_token=STATUS_TOKEN,
                                      engine_id="netns-engine", popen=engine.popen)
             _cuzk_server(ssh, "127.0.0.1", LOOPBACK_STATUS_PORT, "fixture")
             server = sshd.SshServer(tmp / "ssh", listen=ssh.addr, port=SSH_PORT, forward_port=LOOPBACK_STATUS_PORT)
-            sshd_proc = ssh.popen(server.command(), stderr=(tmp / "sshd.log").open("w"))
-            server.wait_ready(sshd_proc)
+            server.start(ssh.popen)
             wait_engine(f"http://{engine.addr}:{ENGINE_PORT}", proc)
 
             every = ("--interval", str(INTERVAL))
@@ -82,9 +74,8 @@ def fleet(tmp_path_factory) -> Iterator[Fleet]:
                             "--known-hosts", "strict", "--known-hosts-file", str(server.known_hosts), *every)
             dash.start()
             yield Fleet(dash, gpu, engine, ssh)
-        except Exception:
-            print(dash.tail())
-            for log_file in (tmp / "engine" / "runprover.log", tmp / "sshd.log"):
+        except Exception:  # the dashboard prints its own log's tail
+            for log_file in (tmp / "engine" / "runprover.log", tmp / "ssh" / "sshd.log"):
                 if log_file.exists():
                     print(log_file.read_text()[-2000:])
             raise
@@ -125,18 +116,7 @@ def test_race_sequence_is_flagged_while_it_lasts(fleet):
 
 @pytest.mark.parametrize("name,host", [("box-http", "gpu"), ("box-ssh", "ssh")])
 def test_link_down_is_unreachable_within_two_intervals_and_online_when_back(fleet, name, host):
-    box: netns.Host = getattr(fleet, host)
-    fleet.dash.wait_state(name, "online", timeout=30)
-    box.link_down()
-    try:
-        pulled = time.monotonic()
-        # Two intervals from the pull, plus the time this test takes to look (one /api/fleet round).
-        fleet.dash.wait_state(name, "unreachable", timeout=2 * INTERVAL + 0.5)
-        assert time.monotonic() - pulled <= 2 * INTERVAL + 0.5
-        assert fleet.dash.fleet()["box-engine"]["source"]["state"] == "online"  # the others go on
-    finally:
-        box.link_up()
-    fleet.dash.wait_state(name, "online", timeout=30)
+    netns.check_link_pull(fleet.dash, getattr(fleet, host), name, INTERVAL, others=["box-engine"])
 
 
 def _healthz_ms(base: str) -> float:
@@ -154,23 +134,12 @@ def test_misbehaving_servers_fail_alone(fleet):
     expected = {"bad-html": ("malformed", "not-json"), "bad-truncated": ("malformed", "not-json"),
                 "bad-huge": ("malformed", "too-large"), "bad-hang": ("unreachable", "timeout")}
     before = {name: _seq(fleet, name) for name in ("box-http", "box-engine", "box-ssh")}
-    slowest = 0.0
-    deadline = time.monotonic() + 40
-    pending = dict(expected)
-    while pending and time.monotonic() < deadline:
-        slowest = max(slowest, _healthz_ms(fleet.dash.base))
-        engines = fleet.dash.fleet()
-        for name, (state, reason) in list(pending.items()):
-            src = (engines.get(name) or {}).get("source") or {}
-            if (src.get("state"), src.get("reason")) == (state, reason):
-                assert src["error"], name  # said in words too
-                pending.pop(name)
-        time.sleep(0.2)
-    assert not pending, {n: fleet.dash.fleet().get(n, {}).get("source") for n in pending}
-    engines = fleet.dash.fleet()
+    healthz_ms: list[float] = []
+    reached = fleet.dash.wait_states(expected, timeout=40, each=lambda: healthz_ms.append(_healthz_ms(fleet.dash.base)))
+    assert all(source["error"] for source in reached.values()), reached  # said in words too
     # The good sources kept updating all along, and the web server kept answering at once.
-    for name, seq in before.items():
-        assert engines[name]["seq"] > seq and engines[name]["source"]["state"] == "online", name
+    fleet.dash.assert_polled_on(before)
+    slowest = max(healthz_ms)
     assert slowest < 1000.0, f"/healthz took {slowest:.0f} ms while sources misbehaved"
 
 

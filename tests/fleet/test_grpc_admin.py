@@ -3,29 +3,17 @@ as `addsource --grpc`, and a bad target named without saving."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from statuspanel.models import Source
+from tests.fleet.conftest import source_form
 
 pytestmark = pytest.mark.django_db
 
 ADD = "/admin/statuspanel/source/add/"
 
 
-@pytest.fixture
-def admin_client(client):
-    user = get_user_model().objects.create_superuser("ops", "ops@example.net", "a-long-password-1")
-    client.force_login(user)
-    return client
-
-
-def _form(**overrides) -> dict:
-    data = {"name": "gpu-box", "kind": "cuzk", "transport": "http", "url": "", "grpc_target": "10.0.0.9:9820",
-            "ssh_port": "22", "known_hosts_policy": "pin", "interval_secs": "1.5", "enabled": "on",
-            "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0", "events-MIN_NUM_FORMS": "0",
-            "events-MAX_NUM_FORMS": "0"}
-    data.update(overrides)
-    return data
+def _form(**overrides: str) -> dict[str, str]:
+    return source_form(**{"name": "gpu-box", "grpc_target": "10.0.0.9:9820", **overrides})
 
 
 def test_a_grpc_only_source_is_added_in_the_admin(admin_client) -> None:

@@ -48,47 +48,36 @@ class Fleet:
 
 
 def _serve(host: netns.Host, script: str, *args: str) -> subprocess.Popen:
-    proc = host.popen([sys.executable, script, *args], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("listening on"), line
-    return proc
+    return host.serve([sys.executable, script, *args])
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory) -> Iterator[Fleet]:
-    reason = netns.unavailable_reason() or sshd.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+def fleet(tmp_path_factory, netns_lab) -> Iterator[Fleet]:
     tmp = tmp_path_factory.mktemp("grpc-netns")
-    with netns.NetnsLab() as lab, Dashboard(tmp / "dash", TOKEN) as dash:
-        gpu, ssh = lab.host("ggpu"), lab.host("gssh")
-        try:
-            _serve(gpu, GRPC_SERVER, "--host", gpu.addr, "--port", str(GRPC_PORT), "--step-secs", "1.0")
-            _serve(gpu, HTTP_SERVER, "--host", gpu.addr, "--port", str(HTTP_PORT), "--mode", "fixture")
-            for mode, port, _, _ in BAD.values():
-                _serve(gpu, GRPC_SERVER, "--host", gpu.addr, "--port", str(port), "--mode", mode)
-            _serve(ssh, GRPC_SERVER, "--host", "127.0.0.1", "--port", str(GRPC_PORT))
-            server = sshd.SshServer(tmp / "ssh", listen=ssh.addr, port=SSH_PORT, forward_port=GRPC_PORT)
-            sshd_proc = ssh.popen(server.command(), stderr=(tmp / "sshd.log").open("w"))
-            server.wait_ready(sshd_proc)
+    with Dashboard(tmp / "dash", TOKEN) as dash:
+        gpu, ssh = netns_lab.host("ggpu"), netns_lab.host("gssh")
+        _serve(gpu, GRPC_SERVER, "--host", gpu.addr, "--port", str(GRPC_PORT), "--step-secs", "1.0")
+        _serve(gpu, HTTP_SERVER, "--host", gpu.addr, "--port", str(HTTP_PORT), "--mode", "fixture")
+        for mode, port, _, _ in BAD.values():
+            _serve(gpu, GRPC_SERVER, "--host", gpu.addr, "--port", str(port), "--mode", mode)
+        _serve(ssh, GRPC_SERVER, "--host", "127.0.0.1", "--port", str(GRPC_PORT))
+        server = sshd.SshServer(tmp / "ssh", listen=ssh.addr, port=SSH_PORT, forward_port=GRPC_PORT)
+        server.start(ssh.popen)
 
-            every = ("--interval", str(INTERVAL))
-            sources = [
-                ["box-grpc", "--kind", "cuzk", "--grpc", f"{gpu.addr}:{GRPC_PORT}", *every],
-                ["box-merged", "--kind", "cuzk", "--url", f"http://{gpu.addr}:{HTTP_PORT}", "--grpc",
-                 f"{gpu.addr}:{GRPC_PORT}", *every],
-                ["box-ssh-grpc", "--kind", "cuzk", "--ssh", f"root@{ssh.addr}:{SSH_PORT}", "--key",
-                 str(server.client_key), "--grpc", str(GRPC_PORT), "--known-hosts", "strict",
-                 "--known-hosts-file", str(server.known_hosts), *every],
-            ]
-            sources += [[name, "--kind", "cuzk", "--grpc", f"{gpu.addr}:{port}", *every]
-                        for name, (_, port, _, _) in BAD.items()]
-            dash.add_sources(sources)
-            dash.start()
-            yield Fleet(dash, gpu, ssh)
-        except Exception:
-            print(dash.tail())
-            raise
+        every = ("--interval", str(INTERVAL))
+        sources = [
+            ["box-grpc", "--kind", "cuzk", "--grpc", f"{gpu.addr}:{GRPC_PORT}", *every],
+            ["box-merged", "--kind", "cuzk", "--url", f"http://{gpu.addr}:{HTTP_PORT}", "--grpc",
+             f"{gpu.addr}:{GRPC_PORT}", *every],
+            ["box-ssh-grpc", "--kind", "cuzk", "--ssh", f"root@{ssh.addr}:{SSH_PORT}", "--key",
+             str(server.client_key), "--grpc", str(GRPC_PORT), "--known-hosts", "strict",
+             "--known-hosts-file", str(server.known_hosts), *every],
+        ]
+        sources += [[name, "--kind", "cuzk", "--grpc", f"{gpu.addr}:{port}", *every]
+                    for name, (_, port, _, _) in BAD.items()]
+        dash.add_sources(sources)
+        dash.start()
+        yield Fleet(dash, gpu, ssh)
 
 
 def test_names_vram_and_queues_over_real_interfaces(fleet) -> None:
@@ -138,32 +127,13 @@ def test_the_panel_renders_gpus_vram_and_queues(fleet) -> None:
 
 def test_misbehaving_grpc_servers_fail_alone(fleet) -> None:
     before = {name: fleet.dash.wait_state(name, "online", timeout=30)["seq"] for name in GOOD}
-    pending = {name: (state, reason) for name, (_, _, state, reason) in BAD.items()}
-    watched_until = time.monotonic() + 3 * INTERVAL  # the good ones poll on meanwhile
-    deadline = time.monotonic() + 40
-    while (pending or time.monotonic() < watched_until) and time.monotonic() < deadline:
-        engines = fleet.dash.fleet()
-        for name, (state, reason) in list(pending.items()):
-            src = (engines.get(name) or {}).get("source") or {}
-            if (src.get("state"), src.get("reason")) == (state, reason):
-                assert src["error"].startswith("gRPC GetStatus: "), src
-                pending.pop(name)
-        time.sleep(0.2)
-    assert not pending, {n: fleet.dash.fleet().get(n, {}).get("source") for n in pending}
-    engines = fleet.dash.fleet()
-    for name, seq in before.items():
-        assert engines[name]["seq"] > seq and engines[name]["source"]["state"] == "online", name
+    expected = {name: (state, reason) for name, (_, _, state, reason) in BAD.items()}
+    reached = fleet.dash.wait_states(expected, timeout=40, at_least=3 * INTERVAL)  # the good ones poll on meanwhile
+    for source in reached.values():
+        assert source["error"].startswith("gRPC GetStatus: "), source
+    fleet.dash.assert_polled_on(before)
 
 
 @pytest.mark.parametrize("name,host", [("box-grpc", "gpu"), ("box-ssh-grpc", "ssh")])
 def test_link_down_is_unreachable_within_two_intervals_and_online_when_back(fleet, name, host) -> None:
-    box: netns.Host = getattr(fleet, host)
-    fleet.dash.wait_state(name, "online", timeout=30)
-    box.link_down()
-    try:
-        pulled = time.monotonic()
-        fleet.dash.wait_state(name, "unreachable", timeout=2 * INTERVAL + 0.5)
-        assert time.monotonic() - pulled <= 2 * INTERVAL + 0.5
-    finally:
-        box.link_up()
-    fleet.dash.wait_state(name, "online", timeout=30)
+    netns.check_link_pull(fleet.dash, getattr(fleet, host), name, INTERVAL)

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from gpu_engine import wire
 from statuspanel.fleet.transport import SourceConfig
 from statuspanel.models import Source
 from tests.fleet import netns
-from tests.fleet.conftest import wait_until
+from tests.fleet.conftest import source_form, wait_until
 from tests.process_support import free_port
 
 pytestmark = pytest.mark.django_db
@@ -26,19 +25,8 @@ TOKEN = "stored-secret-token-0123456789"
 NEW_TOKEN = "another-secret-token-987654321"
 
 
-@pytest.fixture
-def admin_client(client):
-    client.force_login(get_user_model().objects.create_superuser("ops", "ops@example.net", "a-long-password-1"))
-    return client
-
-
-def _admin_form(**overrides) -> dict:
-    data = {"name": "box", "kind": "cuzk", "transport": "http", "url": "http://10.0.0.7:9820", "ssh_port": "22",
-            "known_hosts_policy": "pin", "interval_secs": "1.5", "enabled": "on", "token": "",
-            "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0", "events-MIN_NUM_FORMS": "0",
-            "events-MAX_NUM_FORMS": "0"}
-    data.update(overrides)
-    return data
+def _admin_form(**overrides: str) -> dict[str, str]:
+    return source_form(**{"name": "box", "url": "http://10.0.0.7:9820", "token": "", **overrides})
 
 
 def test_the_admin_clears_the_token_of_a_repointed_source(admin_client) -> None:

@@ -1,6 +1,8 @@
-"""Shared helpers of the panel tests: a tracker with work in flight, an ASGI app, a clean cache."""
+"""Shared helpers of the panel tests: a tracker with work in flight, an ASGI app, a clean cache, and
+/ws/status/ clients with publishers on the test's loop."""
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -8,7 +10,9 @@ from typing import Any
 from django.core.cache import cache
 
 from gpu_engine import wire
+from gpu_engine.publisher import SnapshotPublisher
 from gpu_engine.tracker import StatusTracker
+from tests.credentials import TOKEN
 
 ORIGIN = (b"origin", b"http://localhost")
 # What a browser's handshake carries with that origin: the Host the page was served from.
@@ -57,3 +61,26 @@ def communicator(path: str, headers: list[tuple[bytes, bytes]]):
     if not any(name == b"host" for name, _ in headers):
         headers = [HOST, *headers]
     return WebsocketCommunicator(build_app(), path, headers=headers)
+
+
+async def open_status(query: str = "", *, extensions: dict[str, Any] | None = None) -> Any:
+    """A connected /ws/status/ client with the test token, from the panel's origin: `query` follows
+    the token (`&format=json&patch=1`); `extensions` are what a server puts in the scope."""
+    comm = communicator(f"/ws/status/?token={TOKEN}{query}", [ORIGIN])
+    if extensions is not None:
+        comm.scope["extensions"] = extensions
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def next_frame(comm: Any, timeout: float = 5.0) -> dict[str, Any]:
+    """The client's next frame, decoded (a frame missing after `timeout` s fails the test)."""
+    return json.loads(await comm.receive_from(timeout=timeout))
+
+
+def loop_publisher(tracker: StatusTracker, engine_id: str, heartbeat_secs: float = 5.0) -> SnapshotPublisher:
+    """A publisher sending on the running loop (the test's), as a served engine's sends on the server's."""
+    pub = SnapshotPublisher(tracker, engine_id, heartbeat_secs=heartbeat_secs)
+    pub.attach_loop(asyncio.get_running_loop())
+    return pub

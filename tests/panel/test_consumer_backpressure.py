@@ -3,14 +3,11 @@ only the latest snapshot of each engine: never a queue of old ones."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
-from gpu_engine.publisher import SnapshotPublisher
 from statuspanel.stream.consumer import StatusConsumer
-from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, busy_tracker, communicator
+from tests.panel.helpers import busy_tracker, loop_publisher, next_frame, open_status
 from vastmanager.backpressure import EXTENSION, SendWindow
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
@@ -18,25 +15,15 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
 
 
 async def _open(window: SendWindow):
-    comm = communicator(f"/ws/status/?token={TOKEN}&format=json", [ORIGIN])
     # What the guarded server puts in every WebSocket scope (vastmanager.server.GuardedServer).
-    comm.scope["extensions"] = {EXTENSION: window}
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-def _publisher(tracker, engine_id: str) -> SnapshotPublisher:
-    pub = SnapshotPublisher(tracker, engine_id, heartbeat_secs=5)
-    pub.attach_loop(asyncio.get_running_loop())
-    return pub
+    return await open_status("&format=json", extensions={EXTENSION: window})
 
 
 async def test_behind_client_gets_only_the_latest_snapshot_per_engine():
     window = SendWindow()
     comm = await _open(window)
     trackers = {e: busy_tracker() for e in ("eng-a", "eng-b")}
-    pubs = {e: _publisher(t, e) for e, t in trackers.items()}
+    pubs = {e: loop_publisher(t, e) for e, t in trackers.items()}
     window.pauseProducing()  # the transport's buffer is full: the client is not reading
     for depth in range(1, 6):
         for engine_id, tracker in trackers.items():
@@ -44,7 +31,7 @@ async def test_behind_client_gets_only_the_latest_snapshot_per_engine():
             await asyncio.to_thread(pubs[engine_id].publish_now)
     assert await comm.receive_nothing(timeout=0.3), "frames were sent to a client that is behind"
     window.resumeProducing()  # it caught up
-    frames = [json.loads(await comm.receive_from(timeout=3)) for _ in range(2)]
+    frames = [await next_frame(comm) for _ in range(2)]
     assert await comm.receive_nothing(timeout=0.3), "old snapshots were queued for the slow client"
     depths = {f["engine_id"]: f["snapshot"]["counters"]["queue_depth"] for f in frames}
     assert depths == {"eng-a": 5, "eng-b": 50}
@@ -55,11 +42,11 @@ async def test_client_that_keeps_up_gets_every_snapshot():
     window = SendWindow()
     comm = await _open(window)
     tracker = busy_tracker()
-    pub = _publisher(tracker, "eng-live")
+    pub = loop_publisher(tracker, "eng-live")
     for depth in (1, 2, 3):
         tracker.set_queue_depth(depth)
         await asyncio.to_thread(pub.publish_now)
-    frames = [json.loads(await comm.receive_from(timeout=3)) for _ in range(3)]
+    frames = [await next_frame(comm) for _ in range(3)]
     assert [f["snapshot"]["counters"]["queue_depth"] for f in frames] == [1, 2, 3]
     await comm.disconnect()
 
@@ -79,12 +66,12 @@ async def test_window_closing_again_mid_flush_keeps_the_rest_for_later(monkeypat
     monkeypatch.setattr(StatusConsumer, "send_text", send_and_fill)
     window.pauseProducing()
     for engine_id in ("eng-x", "eng-y"):
-        await asyncio.to_thread(_publisher(busy_tracker(), engine_id).publish_now)
+        await asyncio.to_thread(loop_publisher(busy_tracker(), engine_id).publish_now)
     window.resumeProducing()
-    first = json.loads(await comm.receive_from(timeout=3))
+    first = await next_frame(comm)
     assert await comm.receive_nothing(timeout=0.3)
     window.resumeProducing()
-    second = json.loads(await comm.receive_from(timeout=3))
+    second = await next_frame(comm)
     assert {first["engine_id"], second["engine_id"]} == {"eng-x", "eng-y"}
     await comm.disconnect()
 

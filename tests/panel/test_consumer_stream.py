@@ -8,37 +8,18 @@ import pytest
 from channels.layers import get_channel_layer
 
 from gpu_engine import wire
-from gpu_engine.publisher import SnapshotPublisher
 from statuspanel.render import engine as rendering
-from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, SNAP_JOB, busy_tracker, communicator
+from tests.panel.helpers import SNAP_JOB, busy_tracker, loop_publisher, next_frame, open_status
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("api_token", "clean_panel_cache", "fresh_render_caches")]
 
 
-async def _open(query: str = ""):
-    comm = communicator(f"/ws/status/?token={TOKEN}{query}", [ORIGIN])
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-def _publisher(tracker, engine_id: str) -> SnapshotPublisher:
-    pub = SnapshotPublisher(tracker, engine_id, heartbeat_secs=5)
-    pub.attach_loop(asyncio.get_running_loop())
-    return pub
-
-
-async def _frame(comm) -> dict:
-    return json.loads(await comm.receive_from(timeout=3))
-
-
 async def test_latest_snapshot_of_every_engine_on_connect():
     for engine_id in ("eng-2", "eng-1"):
-        await asyncio.to_thread(_publisher(busy_tracker(), engine_id).publish_now)
-    comm = await _open()
-    frames = [await _frame(comm), await _frame(comm)]
+        await asyncio.to_thread(loop_publisher(busy_tracker(), engine_id).publish_now)
+    comm = await open_status()
+    frames = [await next_frame(comm), await next_frame(comm)]
     assert [f["engine_id"] for f in frames] == ["eng-1", "eng-2"]
     for f in frames:
         assert f["type"] == "snapshot" and f["seq"] == f["snapshot"]["seq"]
@@ -49,12 +30,12 @@ async def test_latest_snapshot_of_every_engine_on_connect():
 
 async def test_updates_arrive_in_seq_order_and_stale_ones_are_dropped():
     tracker = busy_tracker()
-    pub = _publisher(tracker, "eng-seq")
-    comm = await _open()
+    pub = loop_publisher(tracker, "eng-seq")
+    comm = await open_status()
     for depth in (1, 2, 3):
         tracker.set_queue_depth(depth)
         await asyncio.to_thread(pub.publish_now)
-    frames = [await _frame(comm) for _ in range(3)]
+    frames = [await next_frame(comm) for _ in range(3)]
     assert [f["snapshot"]["counters"]["queue_depth"] for f in frames] == [1, 2, 3]
     assert [f["seq"] for f in frames] == sorted(f["seq"] for f in frames)
     stale = dict(frames[0]["snapshot"])
@@ -67,18 +48,18 @@ async def test_updates_arrive_in_seq_order_and_stale_ones_are_dropped():
 
 
 async def test_json_format_leaves_out_html():
-    await asyncio.to_thread(_publisher(busy_tracker(), "eng-json").publish_now)
-    comm = await _open("&format=json")
-    frame = await _frame(comm)
+    await asyncio.to_thread(loop_publisher(busy_tracker(), "eng-json").publish_now)
+    comm = await open_status("&format=json")
+    frame = await next_frame(comm)
     assert "html" not in frame and frame["snapshot"]["engine_id"] == "eng-json"
     await comm.disconnect()
 
 
 async def test_partial_is_rendered_once_per_snapshot_not_per_client():
-    pub = _publisher(busy_tracker(), "eng-cache")
-    clients = [await _open() for _ in range(3)]
+    pub = loop_publisher(busy_tracker(), "eng-cache")
+    clients = [await open_status() for _ in range(3)]
     await asyncio.to_thread(pub.publish_now)
-    frames = [await _frame(c) for c in clients]
+    frames = [await next_frame(c) for c in clients]
     assert len({f["html"] for f in frames}) == 1
     assert rendering.html_cache.misses == 1
     for c in clients:
@@ -86,10 +67,10 @@ async def test_partial_is_rendered_once_per_snapshot_not_per_client():
 
 
 async def test_resync_resends_latest():
-    await asyncio.to_thread(_publisher(busy_tracker(), "eng-resync").publish_now)
-    comm = await _open()
-    first = await _frame(comm)
+    await asyncio.to_thread(loop_publisher(busy_tracker(), "eng-resync").publish_now)
+    comm = await open_status()
+    first = await next_frame(comm)
     await comm.send_json_to({"type": "resync"})
-    again = await _frame(comm)
+    again = await next_frame(comm)
     assert again["seq"] == first["seq"]
     await comm.disconnect()

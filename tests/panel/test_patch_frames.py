@@ -12,7 +12,7 @@ from gpu_engine.publisher import SnapshotPublisher
 from gpu_engine.tracker import StatusTracker
 from statuspanel.stream import patches
 from tests.credentials import TOKEN
-from tests.panel.helpers import ORIGIN, busy_tracker, communicator
+from tests.panel.helpers import ORIGIN, busy_tracker, communicator, loop_publisher, next_frame, open_status
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("api_token", "clean_panel_cache", "fresh_render_caches")]
@@ -21,17 +21,6 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True),
 @pytest.fixture(autouse=True)
 def fresh_patches():
     patches.clear()
-
-
-async def _open(query: str):
-    comm = communicator(f"/ws/status/?token={TOKEN}{query}", [ORIGIN])
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-async def _frame(comm) -> dict:
-    return json.loads(await comm.receive_from(timeout=3))
 
 
 def quiet_tracker() -> StatusTracker:
@@ -48,10 +37,8 @@ def quiet_tracker() -> StatusTracker:
     return t
 
 
-def _publisher(tracker, engine_id: str) -> SnapshotPublisher:
-    pub = SnapshotPublisher(tracker, engine_id, heartbeat_secs=60)
-    pub.attach_loop(asyncio.get_running_loop())
-    return pub
+def _publisher(tracker: StatusTracker, engine_id: str) -> SnapshotPublisher:
+    return loop_publisher(tracker, engine_id, heartbeat_secs=60)  # no heartbeat frame in between
 
 
 def _changes(tracker, job: str):
@@ -71,14 +58,14 @@ async def test_json_client_asking_for_patches_rebuilds_the_latest_snapshot():
     tracker = busy_tracker()
     pub = _publisher(tracker, "eng-jp")
     await asyncio.to_thread(pub.publish_now)
-    comm = await _open("&format=json&patch=1")
-    first = await _frame(comm)
+    comm = await open_status("&format=json&patch=1")
+    first = await next_frame(comm)
     assert first["type"] == "snapshot"
     rebuilt, held, kinds = dict(first["snapshot"]), first["seq"], []
     for change in _changes(tracker, "ps-snap-9-9-9"):
         change()
         await asyncio.to_thread(pub.publish_now)
-        frame = await _frame(comm)
+        frame = await next_frame(comm)
         kinds.append(frame["type"])
         assert frame["type"] == "patch" and frame["base"] == held, frame
         assert set(frame) == {"type", "engine_id", "seq", "base", "set", "unset"}
@@ -89,8 +76,8 @@ async def test_json_client_asking_for_patches_rebuilds_the_latest_snapshot():
         assert len(json.dumps(frame)) < len(json.dumps(rebuilt))  # replaced keys, not the snapshot again
     latest, _gone = await asyncio.to_thread(wire.latest_snapshots)
     assert rebuilt == latest[0] and held == latest[0]["seq"]
-    whole = await _open("&format=json")  # the full frame a fresh client gets: the same snapshot
-    assert (await _frame(whole))["snapshot"] == rebuilt
+    whole = await open_status("&format=json")  # the full frame a fresh client gets: the same snapshot
+    assert (await next_frame(whole))["snapshot"] == rebuilt
     await comm.disconnect()
     await whole.disconnect()
 
@@ -98,11 +85,11 @@ async def test_json_client_asking_for_patches_rebuilds_the_latest_snapshot():
 async def test_json_client_not_asking_for_patches_gets_whole_snapshots():
     tracker = busy_tracker()
     pub = _publisher(tracker, "eng-jw")
-    comm = await _open("&format=json")
+    comm = await open_status("&format=json")
     for depth in (1, 2, 3):
         tracker.set_queue_depth(depth)
         await asyncio.to_thread(pub.publish_now)
-        frame = await _frame(comm)
+        frame = await next_frame(comm)
         assert frame["type"] == "snapshot" and frame["snapshot"]["counters"]["queue_depth"] == depth
     await comm.disconnect()
 
@@ -110,13 +97,13 @@ async def test_json_client_not_asking_for_patches_gets_whole_snapshots():
 async def test_html_patch_carries_only_the_regions_that_changed():
     tracker = quiet_tracker()
     pub = _publisher(tracker, "eng-hp")
-    comm = await _open("&patch=1")
+    comm = await open_status("&patch=1")
     await asyncio.to_thread(pub.publish_now)
-    full = await _frame(comm)
+    full = await next_frame(comm)
     assert full["type"] == "snapshot"
     tracker.set_queue_depth(9)
     await asyncio.to_thread(pub.publish_now)
-    patch = await _frame(comm)
+    patch = await next_frame(comm)
     assert patch["type"] == "patch" and patch["base"] == full["seq"] and patch["seq"] == full["seq"] + 1
     # The queue depth is shown in the jobs card alone: that card is the whole patch.
     assert set(patch["regions"]) == {"summary-jobs"} and "lists" not in patch
@@ -130,18 +117,18 @@ async def test_html_patch_carries_only_the_regions_that_changed():
 async def test_client_whose_base_differs_gets_the_full_frame_and_resyncs_one_engine():
     tracker = busy_tracker()
     pub = _publisher(tracker, "eng-gap")
-    comm = await _open("&patch=1")
+    comm = await open_status("&patch=1")
     await asyncio.to_thread(pub.publish_now)
-    first = await _frame(comm)
+    first = await next_frame(comm)
     patches.held.clear()  # what the client holds is no longer held here: no patch can start from it
     tracker.set_queue_depth(4)
     await asyncio.to_thread(pub.publish_now)
-    assert (await _frame(comm))["type"] == "snapshot"
+    assert (await next_frame(comm))["type"] == "snapshot"
     await comm.send_to(text_data=json.dumps({"type": "resync", "engine_id": "eng-gap"}))
-    again = await _frame(comm)
+    again = await next_frame(comm)
     assert again["type"] == "snapshot" and again["seq"] == first["seq"] + 1
     await comm.send_to(text_data=json.dumps({"type": "resync", "engine_id": 5}))
-    assert (await _frame(comm))["type"] == "error"
+    assert (await next_frame(comm))["type"] == "error"
     await comm.disconnect()
 
 
