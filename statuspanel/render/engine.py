@@ -27,7 +27,7 @@ GAUGE_RED_PCT = 85.0
 UNNAMED_ENGINE = "unnamed-engine"
 
 
-html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256)
+html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256, per_engine=4)  # the newest 4 snapshots of each engine
 
 
 def engine_id_of(snap: SnapshotDocument) -> str:
