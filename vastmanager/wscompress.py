@@ -15,9 +15,10 @@ stream, as before. `WS_COMPRESSION=false` turns the extension off.
 """
 from __future__ import annotations
 
+import time
 import zlib
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
 
@@ -27,6 +28,10 @@ MIN_COMPRESS_BYTES = 256
 # Distinct payloads kept compressed: a fleet publishes a few dozen frames a second, every client of
 # a process sends them within a fraction of a second, so a small cache holds every frame in flight.
 SHARED_PAYLOADS = 256
+# A payload no connection sent for this long is done (its fan-out is over): its entry (a whole
+# frame as the key, and its compressed bytes) is let go, so the cache holds the frames in flight,
+# not the last 256 a busy engine published (~13 MB of 45 KB frames, growing with time).
+SHARED_IDLE_SECS = 2.0
 
 
 class NoContextTakeoverAccept(PerMessageDeflateOfferAccept):
@@ -57,32 +62,47 @@ def accept_offers_with_takeover(offers: list[Any]) -> PerMessageDeflateOfferAcce
 
 
 class SharedDeflate:
-    """Compressed payloads by (payload, window bits, memory level): the same bytes for every connection."""
+    """Compressed payloads by (payload, window bits, memory level): the same bytes for every connection.
 
-    def __init__(self, size: int = SHARED_PAYLOADS, level: int = zlib.Z_DEFAULT_COMPRESSION) -> None:
+    At most `size` entries, and none that no connection asked for in `idle_secs` (runs on the
+    server's loop thread only: no lock)."""
+
+    def __init__(self, size: int = SHARED_PAYLOADS, level: int = zlib.Z_DEFAULT_COMPRESSION,
+                 idle_secs: float = SHARED_IDLE_SECS, clock: Callable[[], float] = time.monotonic) -> None:
+        if size < 1 or not idle_secs > 0:
+            raise ValueError(f"size must be >= 1 and idle_secs > 0, got {size} and {idle_secs}")
         self.size = size
         self.level = level
-        self._cache: OrderedDict[tuple[bytes, int, int], bytes] = OrderedDict()
+        self.idle_secs = float(idle_secs)
+        self.clock = clock
+        self._cache: OrderedDict[tuple[bytes, int, int], tuple[bytes, float]] = OrderedDict()  # -> (done, last use)
         self.hits = 0
         self.misses = 0
 
     def compress(self, payload: bytes, window_bits: int, mem_level: int) -> bytes:
         key = (payload, window_bits, mem_level)
-        done = self._cache.get(key)
-        if done is not None:
+        now = self.clock()
+        entry = self._cache.get(key)
+        if entry is not None:
             self.hits += 1
+            self._cache[key] = (entry[0], now)
             self._cache.move_to_end(key)
-            return done
+            return entry[0]
         self.misses += 1
         deflate = zlib.compressobj(self.level, zlib.DEFLATED, -window_bits, mem_level)
         done = deflate.compress(payload) + deflate.flush(zlib.Z_SYNC_FLUSH)
         # RFC 7692 7.2.1: the sync flush's empty stored block (00 00 ff ff) is left off.
         if done.endswith(b"\x00\x00\xff\xff"):
             done = done[:-4]
-        self._cache[key] = done
-        if len(self._cache) > self.size:
+        self._cache[key] = (done, now)
+        # Least recently used first: drop while over the size or idle too long.
+        while self._cache and (len(self._cache) > self.size
+                               or next(iter(self._cache.values()))[1] < now - self.idle_secs):
             self._cache.popitem(last=False)
         return done
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
 
 shared_deflate = SharedDeflate()

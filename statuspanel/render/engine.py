@@ -29,7 +29,7 @@ UNNAMED_ENGINE = "unnamed-engine"
 _INDENT = re.compile(r"\n[ \t]+")
 
 
-html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256)
+html_cache: LRU[tuple[str, dict[str, Any]]] = LRU(256, per_engine=4)  # the newest 4 snapshots of each engine
 
 
 def engine_id_of(snap: SnapshotDocument) -> str:

@@ -34,7 +34,9 @@ from statuspanel.stream import patches
 
 log = logging.getLogger(__name__)
 
-frame_cache: LRU[str] = LRU(512)
+# The newest 4 snapshots of each engine in both formats: older frames are never asked for again, and
+# holding them would grow the process by whole frames with time (statuspanel/render/cache.py).
+frame_cache: LRU[str] = LRU(512, per_engine=8)
 LARGE_SNAPSHOT_CHARS = 256 * 1024
 # A value of a last-resort snapshot larger than this is left out (a foreign engine's giant string).
 MINIMAL_VALUE_CHARS = 4096
