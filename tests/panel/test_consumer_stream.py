@@ -32,10 +32,11 @@ async def test_updates_arrive_in_seq_order_and_stale_ones_are_dropped():
     tracker = busy_tracker()
     pub = loop_publisher(tracker, "eng-seq")
     comm = await open_status()
-    for depth in (1, 2, 3):
+    frames = []
+    for depth in (1, 2, 3):  # one at a time: a snapshot overtaken before its render starts is skipped
         tracker.set_queue_depth(depth)
         await asyncio.to_thread(pub.publish_now)
-    frames = [await next_frame(comm) for _ in range(3)]
+        frames.append(await next_frame(comm))
     assert [f["snapshot"]["counters"]["queue_depth"] for f in frames] == [1, 2, 3]
     assert [f["seq"] for f in frames] == sorted(f["seq"] for f in frames)
     stale = dict(frames[0]["snapshot"])
