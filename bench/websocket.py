@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -111,16 +112,27 @@ def serve(port: int, rate: float, fd: int | None = None, publish: bool = True) -
 
 
 # -- client side ----------------------------------------------------------------------------------
-def _published_at(text: str) -> float | None:
-    # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
-    i = text.rfind('"published_at":')
-    if i < 0:
+_PUBLISHED_AT = ('"published_at":', '"data-published-at":"')  # a snapshot's key; a patch's section attribute
+
+
+def _published_at(text: str | bytes) -> float | None:
+    """The snapshot's `published_at` in a frame: a snapshot frame's key, a JSON patch's `set` key, or an
+    HTML patch's `"attrs": {"data-published-at": "<epoch>"}` (templates/statuspanel/_engine.html);
+    found near the end where it sits, without parsing the frame."""
+    for key in _PUBLISHED_AT:
+        i = text.rfind(key) if isinstance(text, str) else text.rfind(key.encode())
+        if i >= 0:
+            break
+    else:
         return None
-    j = i + len('"published_at":')
-    k = j
-    while k < len(text) and text[k] in "0123456789.eE+-":
+    j = k = i + len(key)
+    digits = "0123456789.eE+-" if isinstance(text, str) else b"0123456789.eE+-"
+    while k < len(text) and text[k:k + 1] in digits:
         k += 1
-    return float(text[j:k])
+    try:
+        return float(text[j:k])
+    except ValueError:  # an empty attribute (a snapshot without published_at)
+        return None
 
 
 def _counting_connection(wire: list[int], counting: list[bool]):
@@ -136,9 +148,12 @@ def _counting_connection(wire: list[int], counting: list[bool]):
     return Counting
 
 
-async def client(url: str, on_frame: Callable[[str, float], None], counting: list[bool], ready: asyncio.Event,
-                 errors: list[str], compression: bool = False, wire: list[int] | None = None) -> None:
-    """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting."""
+async def client(url: str, on_frame: Callable[[Any, float], None], counting: list[bool], ready: asyncio.Event,
+                 errors: list[str], compression: bool = False, wire: list[int] | None = None,
+                 raw: bool = False) -> None:
+    """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting (the
+    frame as text, or with `raw` as its UTF-8 bytes: the clients share the server's cores, and a
+    decode per frame per client is client work the figures need not carry)."""
     from urllib.parse import urlsplit
 
     import websockets
@@ -150,17 +165,20 @@ async def client(url: str, on_frame: Callable[[str, float], None], counting: lis
                                       compression="deflate" if compression else None,
                                       create_connection=connection) as ws:
             ready.set()
-            async for text in ws:
+            while True:
+                data = await ws.recv(decode=not raw)
                 now = time.time()
                 if counting[0]:
-                    on_frame(text, now)
+                    on_frame(data, now)
+    except websockets.ConnectionClosedOK:
+        pass  # the server went away at the end of a run
     except Exception as exc:  # noqa: BLE001 - reported in the figures
         errors.append(type(exc).__name__)
         ready.set()  # a refused client must not hold the others' start for two minutes
 
 
-def _record_latency(latencies: list[float]) -> Callable[[str, float], None]:
-    def on_frame(text: str, now: float) -> None:
+def _record_latency(latencies: list[float]) -> Callable[[str | bytes, float], None]:
+    def on_frame(text: str | bytes, now: float) -> None:
         published = _published_at(text)
         if published is not None:
             latencies.append(now - published)
@@ -202,7 +220,7 @@ async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pids: 
             events.append(ev)
             batch.append(ev)
             tasks.append(asyncio.create_task(client(url, _record_latency(latencies), counting, ev, errors,
-                                                    compression, wire)))
+                                                    compression, wire, raw=True)))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
     await asyncio.sleep(2.0)  # warm-up
     servers, me = [psutil.Process(pid) for pid in server_pids], psutil.Process()
