@@ -100,7 +100,7 @@ class Fanout:
             message = await self.layer.receive(channel)
             try:
                 self._route(message)
-            except Exception:  # noqa: BLE001 - one malformed message must not end every viewer's stream
+            except Exception:  # one malformed message must not end every viewer's stream
                 log.exception("status stream: a group message could not be fanned out")
 
     def _route(self, message: dict[str, Any]) -> None:
@@ -118,14 +118,17 @@ class Fanout:
         snap = message.get("snapshot")
         if isinstance(snap, dict):
             for viewer in list(self.viewers):
-                viewer.push_document(snap)
+                try:
+                    viewer.push_document(snap)
+                except Exception:  # as above
+                    log.exception("status stream: a viewer could not be sent a snapshot document")
 
     async def _fan_out_engine(self, engine_id: str) -> None:
         try:
             while (waiting := self._waiting.pop(engine_id, None)) is not None:
                 try:
                     await self._fan_out(engine_id, *waiting)
-                except Exception:  # noqa: BLE001 - a frame that fails to build: the engine's next one is tried
+                except Exception:  # a frame that fails to build: the engine's next one is tried
                     log.exception("status stream: engine %s's frame could not be built", engine_id)
         finally:
             if self._engines.get(engine_id) is asyncio.current_task():
@@ -138,8 +141,12 @@ class Fanout:
         for viewer in list(self.viewers):
             # A viewer that joined while the frames were built read this snapshot (or a newer one) itself.
             frame = frames.get(viewer.with_html)
-            if frame is not None:  # None: overtaken by a newer snapshot of the engine, on its way
+            if frame is None:  # overtaken by a newer snapshot of the engine, on its way
+                continue
+            try:
                 viewer.push_snapshot(engine_id, seq, frame)
+            except Exception:  # one viewer's failure must not cost the others this frame
+                log.exception("status stream: a viewer could not be sent engine %s's frame", engine_id)
 
 
 _fanouts: dict[tuple[int, int], Fanout] = {}
