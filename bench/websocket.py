@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -122,6 +123,8 @@ def serve(port: int, rate: float, fd: int | None = None, publish: bool = True) -
 
 
 # -- client side ----------------------------------------------------------------------------------
+_NUMBER = re.compile(r"[0-9.eE+-]*")
+_NUMBER_BYTES = re.compile(rb"[0-9.eE+-]*")
 _PUBLISHED_AT = ('"published_at":', '"data-published-at":"')  # a snapshot's key; a patch's section attribute
 
 
@@ -136,12 +139,9 @@ def _published_at(text: str | bytes | bytearray, start: int = 0, end: int | None
             break
     else:
         return None
-    j = k = i + len(key)
-    digits = "0123456789.eE+-" if isinstance(text, str) else b"0123456789.eE+-"
-    while k < end and text[k:k + 1] in digits:
-        k += 1
+    number = (_NUMBER if isinstance(text, str) else _NUMBER_BYTES).match(text, i + len(key), end)
     try:
-        return float(text[j:k])
+        return float(number.group()) if number is not None else None
     except ValueError:  # an empty attribute (a snapshot without published_at)
         return None
 

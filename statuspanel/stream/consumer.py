@@ -19,7 +19,9 @@ Fan-out: a consumer does not join the snapshot group itself; the process's `Fano
 and layer, statuspanel.stream.fanout) receives each snapshot once and hands every viewer the frame
 (`push_snapshot`). Where the server offers a shared send (vastmanager.server's `send_shared`, in the
 scope's extensions) a frame goes straight to the socket in that call; otherwise it is sent through
-ASGI by a flush task, newest per engine.
+ASGI by a flush task, newest per engine. A consumer opens a channel of its own only for the alerts
+group (a client that asks for alerts): on the Redis layer every channel is a SUBSCRIBE at connect
+and an UNSUBSCRIBE at disconnect, one at a time over the layer's connection.
 
 Back-pressure: where the server gives the connection a send window (vastmanager.backpressure), a
 client that falls behind is sent nothing while its window is closed; only the latest frame of
@@ -38,6 +40,8 @@ from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from gpu_engine import wire
 from gpu_engine.schema import SnapshotDocument
@@ -73,6 +77,30 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.alerts_seq = -1
         self.fanout: Fanout | None = None  # set while this viewer is served by the process's fan-out
         self.shared_send: Callable[[str], bool] | None = None  # the server's direct send, where it offers one
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Channels' AsyncConsumer.__call__ (channels 4), except that the channel is opened on demand
+        (`_open_channel`): until then the channel source waits on an event, costing nothing."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = ""
+        self._channel_open = asyncio.Event()
+        self.base_send = send
+        try:
+            await await_many_dispatch([receive, self._channel_message], self.dispatch)
+        except StopConsumer:
+            pass
+
+    async def _channel_message(self) -> dict[str, Any]:
+        await self._channel_open.wait()
+        message: dict[str, Any] = await self.channel_layer.receive(self.channel_name)  # channels is untyped
+        return message
+
+    async def _open_channel(self) -> str:
+        if not self.channel_name:
+            self.channel_name = await self.channel_layer.new_channel()
+            self._channel_open.set()
+        return self.channel_name
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Snapshot fan-out never touches the ORM: skip the base class's per-message
@@ -124,7 +152,7 @@ class StatusConsumer(AsyncWebsocketConsumer):
         if wants_alerts == "1":
             from statuspanel.alerts.broadcast import ALERTS_GROUP
 
-            await self.channel_layer.group_add(ALERTS_GROUP, self.channel_name)
+            await self.channel_layer.group_add(ALERTS_GROUP, await self._open_channel())
             self.alerts_group = ALERTS_GROUP
         await self.accept()
         # Join before reading the cache: a snapshot published in between arrives twice at worst,
