@@ -90,6 +90,10 @@ class StatusConsumer(AsyncWebsocketConsumer):
             await await_many_dispatch([receive, self._channel_message], self.dispatch)
         except StopConsumer:
             pass
+        finally:
+            if self.fanout is not None:  # ended without a disconnect (a crash, the server stopping)
+                self.fanout.drop(self)
+                self.fanout = None
 
     async def _channel_message(self) -> dict[str, Any]:
         await self._channel_open.wait()

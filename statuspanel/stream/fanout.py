@@ -72,6 +72,12 @@ class Fanout:
         self.viewers.pop(viewer, None)
         await self._reconcile()
 
+    def drop(self, viewer: Viewer) -> None:
+        """Remove a viewer that cannot await its leave (its consumer ended); the group is left soon after."""
+        self.viewers.pop(viewer, None)
+        if not self.viewers and self.channel is not None and not self.loop.is_closed():
+            self.loop.create_task(self._reconcile())
+
     async def _reconcile(self) -> None:
         async with self._lock:  # joins and leaves interleave at their awaits: one change of membership at a time
             if self.viewers and self.channel is None:

@@ -132,6 +132,23 @@ async def test_each_engine_is_fanned_out_on_its_own(monkeypatch):
 
 
 @pytest.mark.asyncio
+async def test_a_viewer_dropped_without_leaving_is_served_no_more_and_the_group_is_left():
+    layer = FanoutInMemoryChannelLayer()
+    fan = Fanout(layer, asyncio.get_running_loop())
+    viewer = Recorder()
+    await fan.join(viewer)
+    fan.drop(viewer)  # its consumer ended without a disconnect
+    for _ in range(50):
+        if not fan.running:
+            break
+        await asyncio.sleep(0.01)
+    assert not fan.running and not layer.groups.get(wire.STATUS_GROUP)
+    await layer.group_send(wire.STATUS_GROUP, _message("eng-a", 1))
+    await asyncio.sleep(0.05)
+    assert viewer.got == []
+
+
+@pytest.mark.asyncio
 async def test_one_fanout_per_loop_and_layer():
     layer, other = FanoutInMemoryChannelLayer(), FanoutInMemoryChannelLayer()
     assert fanout_for(layer) is fanout_for(layer)
