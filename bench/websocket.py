@@ -1,25 +1,35 @@
 """WebSocket fan-out benchmark: N clients on one Daphne process while the publisher sends 10/s.
 
     .venv/bin/python bench/websocket.py --clients 200 500 [--seconds 10] [--format html|json]
-        [--compression on off] [--processes 1 2]
+        [--compression on off] [--processes 1 2] [--patch] [--client-procs K]
 
 For each (processes, compression, N) it starts fresh server processes (the guarded Daphne,
 vastmanager.server, serving the real ASGI app, with a SnapshotPublisher attached to the first
 server's loop, as runprover does in the embedded mode, fed by a tracker that changes ~50 times a
 second so the publisher runs at its cap), connects N clients, and prints the delivery latency
 (client receive time minus the snapshot's `published_at`, same machine clock), frames delivered vs
-published, wire bytes per client per second, and the server's and the clients' CPU.
+published, wire bytes per client per second, the server's and the clients' CPU, and the server's
+CPU per frame delivered (us/frame: the figure least moved by other load on a shared machine).
 
 `--processes N` (N > 1) serves from N processes sharing the port as `servepanel --processes N` does
 (SO_REUSEPORT sockets, the Redis pub/sub channel layer on REDIS_URL, default redis://127.0.0.1:6379,
 under a private key prefix). `--compression on` makes the clients offer permessage-deflate (the
-server accepts it, WS_COMPRESSION), `off` makes them offer nothing.
+server accepts it, WS_COMPRESSION), `off` makes them offer nothing. `--patch`: the clients ask for
+patch frames, whose latency is read off the section's `data-published-at` attribute (HTML) or the
+`published_at` they set (JSON).
+
+The clients run on the same machine, in `--client-procs` processes (default 1). By default they are
+lean readers (tests/ws_reader.py: the handshake, then frames parsed in place, the latency read off
+the bytes); `--client websockets` uses the websockets library (reading frames as bytes), whose ~70 us
+of Python per frame made one process's pass over a burst of 500 frames most of the latency measured.
+`BENCH_PROFILE=<path>` writes the (first) server's cProfile stats when it stops.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +38,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -111,16 +123,27 @@ def serve(port: int, rate: float, fd: int | None = None, publish: bool = True) -
 
 
 # -- client side ----------------------------------------------------------------------------------
-def _published_at(text: str) -> float | None:
-    # The publisher stamps published_at last, so it sits near the end: no full JSON parse per frame.
-    i = text.rfind('"published_at":')
-    if i < 0:
+_NUMBER = re.compile(r"[0-9.eE+-]*")
+_NUMBER_BYTES = re.compile(rb"[0-9.eE+-]*")
+_PUBLISHED_AT = ('"published_at":', '"data-published-at":"')  # a snapshot's key; a patch's section attribute
+
+
+def _published_at(text: str | bytes | bytearray, start: int = 0, end: int | None = None) -> float | None:
+    """The snapshot's `published_at` in a frame (text[start:end]): a snapshot frame's key, a JSON patch's
+    `set` key, or an HTML patch's `"attrs": {"data-published-at": "<epoch>"}` (templates/statuspanel/
+    _engine.html); found near the end where it sits, without parsing or copying the frame."""
+    end = len(text) if end is None else end
+    for key in _PUBLISHED_AT:
+        i = text.rfind(key, start, end) if isinstance(text, str) else text.rfind(key.encode(), start, end)
+        if i >= 0:
+            break
+    else:
         return None
-    j = i + len('"published_at":')
-    k = j
-    while k < len(text) and text[k] in "0123456789.eE+-":
-        k += 1
-    return float(text[j:k])
+    number = (_NUMBER if isinstance(text, str) else _NUMBER_BYTES).match(text, i + len(key), end)
+    try:
+        return float(number.group()) if number is not None else None
+    except ValueError:  # an empty attribute (a snapshot without published_at)
+        return None
 
 
 def _counting_connection(wire: list[int], counting: list[bool]):
@@ -136,9 +159,12 @@ def _counting_connection(wire: list[int], counting: list[bool]):
     return Counting
 
 
-async def client(url: str, on_frame: Callable[[str, float], None], counting: list[bool], ready: asyncio.Event,
-                 errors: list[str], compression: bool = False, wire: list[int] | None = None) -> None:
-    """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting."""
+async def client(url: str, on_frame: Callable[[Any, float], None], counting: list[bool], ready: asyncio.Event,
+                 errors: list[str], compression: bool = False, wire: list[int] | None = None,
+                 raw: bool = False) -> None:
+    """One WebSocket client: hands each frame and its arrival time to `on_frame` while counting (the
+    frame as text, or with `raw` as its UTF-8 bytes: the clients share the server's cores, and a
+    decode per frame per client is client work the figures need not carry)."""
     from urllib.parse import urlsplit
 
     import websockets
@@ -150,17 +176,44 @@ async def client(url: str, on_frame: Callable[[str, float], None], counting: lis
                                       compression="deflate" if compression else None,
                                       create_connection=connection) as ws:
             ready.set()
-            async for text in ws:
+            while True:
+                data = await ws.recv(decode=not raw)
                 now = time.time()
                 if counting[0]:
-                    on_frame(text, now)
+                    on_frame(data, now)
+    except websockets.ConnectionClosedOK:
+        pass  # the server went away at the end of a run
     except Exception as exc:  # noqa: BLE001 - reported in the figures
         errors.append(type(exc).__name__)
         ready.set()  # a refused client must not hold the others' start for two minutes
 
 
-def _record_latency(latencies: list[float]) -> Callable[[str, float], None]:
-    def on_frame(text: str, now: float) -> None:
+async def lean_client(port: int, path: str, latencies: list[float], counting: list[bool], ready: asyncio.Event,
+                      errors: list[str], compression: bool = False, wire: list[int] | None = None) -> None:
+    """One lean client (tests/ws_reader.py): each frame's latency read in place, nothing decoded or copied."""
+    from tests.ws_reader import read_messages
+
+    def on_message(buf: bytes | bytearray, start: int, end: int, now: float) -> None:
+        if counting[0]:
+            published = _published_at(buf, start, end)
+            if published is not None:
+                latencies.append(now - published)
+
+    reader = None
+    try:
+        reader = await read_messages(port, path, on_message, compression=compression, wire=wire, counting=counting)
+        ready.set()
+        await reader.closed
+    except Exception as exc:  # noqa: BLE001 - reported in the figures
+        errors.append(type(exc).__name__)
+        ready.set()
+    finally:
+        if reader is not None and reader.transport is not None:
+            reader.transport.close()
+
+
+def _record_latency(latencies: list[float]) -> Callable[[str | bytes, float], None]:
+    def on_frame(text: str | bytes, now: float) -> None:
         published = _published_at(text)
         if published is not None:
             latencies.append(now - published)
@@ -185,46 +238,97 @@ def _cpu(procs) -> float:
     return sum(sum(p.cpu_times()[:2]) for p in procs)
 
 
-async def run_clients(port: int, n: int, seconds: float, fmt: str, server_pids: list[int], rate: float,
-                      compression: bool = False, patch: bool = False) -> dict:
+async def _client_share(url: str, n: int, compression: bool, conn: Any, kind: str = "lean") -> None:
+    """One client process's share: connect `n` clients, say so, count between the parent's start and
+    stop, then send back the latencies, wire bytes, errors and this process's CPU in the window."""
     import psutil
 
-    url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}&patch={int(patch)}"
     latencies: list[float] = []
     counting = [False]
     errors: list[str] = []
     wire = [0]
-    tasks, events = [], []
+    tasks = []
+    loop = asyncio.get_running_loop()
     for start in range(0, n, 50):  # connect in batches so the handshakes do not time out
         batch = []
         for _ in range(start, min(n, start + 50)):
             ev = asyncio.Event()
-            events.append(ev)
             batch.append(ev)
-            tasks.append(asyncio.create_task(client(url, _record_latency(latencies), counting, ev, errors,
-                                                    compression, wire)))
+            if kind == "lean":
+                split = urlsplit(url)
+                one = lean_client(split.port or 80, f"{split.path}?{split.query}", latencies, counting, ev, errors,
+                                  compression, wire)
+            else:
+                one = client(url, _record_latency(latencies), counting, ev, errors, compression, wire, raw=True)
+            tasks.append(asyncio.create_task(one))
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in batch)), 120)
-    await asyncio.sleep(2.0)  # warm-up
-    servers, me = [psutil.Process(pid) for pid in server_pids], psutil.Process()
-    server = servers[0]
-    s0, c0, t0 = _cpu(servers), sum(me.cpu_times()[:2]), time.monotonic()
-    tree0 = _tree_cpu(server)
+    conn.send("ready")
+    me = psutil.Process()
+    assert await loop.run_in_executor(None, conn.recv) == "start"
+    c0 = sum(me.cpu_times()[:2])
     counting[0] = True
-    await asyncio.sleep(seconds)
+    assert await loop.run_in_executor(None, conn.recv) == "stop"
     counting[0] = False
-    wall = time.monotonic() - t0
-    s1, c1 = _cpu(servers), sum(me.cpu_times()[:2])
+    cpu = sum(me.cpu_times()[:2]) - c0
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    lat = sorted(latencies)
+    conn.send({"latencies": latencies, "wire": wire[0], "errors": errors, "cpu": cpu})
+
+
+def _client_process(url: str, n: int, compression: bool, conn: Any, kind: str) -> None:
+    asyncio.run(_client_share(url, n, compression, conn, kind))
+
+
+def run_clients(port: int, n: int, seconds: float, fmt: str, server_pids: list[int], rate: float,
+                compression: bool = False, patch: bool = False, client_procs: int = 1, kind: str = "lean") -> dict:
+    """N clients spread over `client_procs` processes (each an event loop of its own: with one, the
+    clients' own reading is what a burst of 500 frames waits on, not the server)."""
+    import multiprocessing
+
+    import psutil
+
+    url = f"ws://127.0.0.1:{port}/ws/status/?token={TOKEN}&format={fmt}&patch={int(patch)}"
+    ctx = multiprocessing.get_context("fork")  # no loop or thread runs here yet
+    shares = [n // client_procs + (1 if i < n % client_procs else 0) for i in range(client_procs)]
+    pipes, procs = [], []
+    for share in shares:
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=_client_process, args=(url, share, compression, there, kind), daemon=True)
+        proc.start()
+        pipes.append(here)
+        procs.append(proc)
+    try:
+        for pipe in pipes:
+            if not pipe.poll(300) or pipe.recv() != "ready":
+                raise RuntimeError("a client process did not connect its clients")
+        time.sleep(2.0)  # warm-up
+        servers = [psutil.Process(pid) for pid in server_pids]
+        server = servers[0]
+        s0, t0, tree0 = _cpu(servers), time.monotonic(), _tree_cpu(server)
+        for pipe in pipes:
+            pipe.send("start")
+        time.sleep(seconds)
+        for pipe in pipes:
+            pipe.send("stop")
+        wall = time.monotonic() - t0
+        s1, tree1 = _cpu(servers), _tree_cpu(server)
+        results = [pipe.recv() for pipe in pipes]
+    finally:
+        for proc in procs:
+            proc.join(30)
+            if proc.is_alive():
+                proc.kill()
+    lat = sorted(x for r in results for x in r["latencies"])
     q = statistics.quantiles(lat, n=100) if len(lat) >= 2 else [float("nan")] * 99
     return {
-        "clients": n, "frames": len(lat), "expected": int(n * rate * wall), "errors": len(errors),
-        "server_cpu_children_pct": 100 * (_tree_cpu(server) - tree0) / wall,
+        "clients": n, "frames": len(lat), "expected": int(n * rate * wall),
+        "errors": sum(len(r["errors"]) for r in results),
+        "server_cpu_children_pct": 100 * (tree1 - tree0) / wall,
         "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94], "p99_ms": 1000 * q[98], "max_ms": 1000 * lat[-1] if lat else 0,
-        "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * (c1 - c0) / wall,
-        "bytes_per_client_s": wire[0] / max(n, 1) / wall,
+        "server_cpu_pct": 100 * (s1 - s0) / wall, "server_us_per_frame": 1e6 * (s1 - s0) / max(len(lat), 1),
+        "client_cpu_pct": 100 * sum(r["cpu"] for r in results) / wall,
+        "bytes_per_client_s": sum(r["wire"] for r in results) / max(n, 1) / wall,
     }
 
 
@@ -300,7 +404,7 @@ def _start_synthetic(port: int, rate: float, processes: int, env: dict) -> list[
 
 
 def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str, compression: bool = False,
-              processes: int = 1, patch: bool = False) -> dict:
+              processes: int = 1, patch: bool = False, client_procs: int = 1, client_kind: str = "lean") -> dict:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="vm-bench-") as data:
         env = dict(os.environ, VASTMANAGER_DATA_DIR=data, VASTMANAGER_TOKEN=TOKEN, LOG_LEVEL="WARNING",
@@ -323,8 +427,8 @@ def bench_one(n: int, seconds: float, fmt: str, rate: float, server: str, compre
         try:
             if server == "runprover":
                 wait_http(f"http://127.0.0.1:{port}/healthz", procs[0])
-            return asyncio.run(run_clients(port, n, seconds, fmt, [p.pid for p in procs], rate, compression,
-                                           patch))
+            return run_clients(port, n, seconds, fmt, [p.pid for p in procs], rate, compression, patch,
+                               client_procs, client_kind)
         finally:
             for proc in procs:
                 stop_now(proc)
@@ -342,6 +446,11 @@ def main() -> None:
                     help="clients offer permessage-deflate (on) or nothing (off); both: side by side")
     ap.add_argument("--processes", type=int, nargs="+", default=[1],
                     help="server processes sharing the port (over 1: the Redis layer, synthetic server only)")
+    ap.add_argument("--client-procs", type=int, default=1,
+                    help="processes the clients are spread over (each its own event loop); default 1")
+    ap.add_argument("--client", choices=["lean", "websockets"], default="lean",
+                    help="lean: tests/ws_reader.py (frames parsed in place; default); websockets: the full "
+                         "client library, reading frames as bytes")
     ap.add_argument("--server", choices=["synthetic", "runprover"], default="synthetic",
                     help="synthetic: Daphne + publisher fed by a churning tracker (fan-out alone); "
                          "runprover: `runprover --demo --backend cpu` (fan-out while proving)")
@@ -362,24 +471,27 @@ def main() -> None:
         return
     if args.layer:
         os.environ["BENCH_LAYER"] = args.layer
+    if args.client_procs < 1 or any(n < args.client_procs for n in args.clients):
+        ap.error("--client-procs must be at least 1 and at most the smallest --clients")
     if args.server == "runprover" and args.processes != [1]:
         ap.error("--processes applies to the synthetic server only")
     print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} patch={int(args.patch)} "
           f"rate<={args.rate}/s "
-          f"window={args.seconds}s cores={os.cpu_count()}")
+          f"window={args.seconds}s cores={os.cpu_count()} clients={args.client} x {args.client_procs} process(es)")
     print(f"{'procs':>5} {'deflate':>7} {'clients':>7} {'frames':>8} {'expected':>8} {'deliv%':>6} {'p50 ms':>8} "
           f"{'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'KB/cl/s':>8} {'server CPU':>10} {'children':>8} "
-          f"{'client CPU':>10} {'errors':>6}")
+          f"{'us/frame':>8} {'client CPU':>10} {'errors':>6}")
     for processes in args.processes:
         for compression in args.compression:
             for n in args.clients:
                 r = bench_one(n, args.seconds, args.format, args.rate, args.server, compression == "on", processes,
-                              args.patch)
+                              args.patch, args.client_procs, args.client)
                 delivered = 100 * r["frames"] / max(r["expected"], 1)
                 print(f"{processes:>5} {compression:>7} {r['clients']:>7} {r['frames']:>8} {r['expected']:>8} "
                       f"{delivered:>5.0f}% {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} "
                       f"{r['max_ms']:>8.1f} {r['bytes_per_client_s'] / 1024:>8.1f} {r['server_cpu_pct']:>9.0f}% "
-                      f"{r['server_cpu_children_pct']:>7.0f}% {r['client_cpu_pct']:>9.0f}% {r['errors']:>6}",
+                      f"{r['server_cpu_children_pct']:>7.0f}% {r['server_us_per_frame']:>8.0f} "
+                      f"{r['client_cpu_pct']:>9.0f}% {r['errors']:>6}",
                       flush=True)
 
 

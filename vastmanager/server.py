@@ -19,6 +19,12 @@
   compressed bytes on the wire, `WS_MAX_FRAME_BYTES` the frame before compression.
 - Closing: the application's close reason is sent (Daphne drops it), and sends to a socket the
   client already left are discarded instead of raising inside the application.
+- Shared sends: the scope's extensions carry `wscompress.SHARED_SEND`, the connection's
+  `send_shared(text)`: a message many connections send (the status stream's frames) is encoded,
+  compressed and framed once per process (`wscompress.shared_frames`) and written by a plain call, not
+  through the ASGI send coroutines. A write to a connection with nothing queued goes to its socket at
+  once (`write_through`): Twisted would queue it, register the socket with the loop, write it on the
+  next turn and unregister it (two epoll changes and a callback per message, per viewer).
 
 Daphne's `Server.run` builds its two factories inline; the `http_factory` / `ws_factory` setters
 below put the guarded ones in their place (the only seam Daphne offers short of copying `run`).
@@ -37,7 +43,7 @@ from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketProtocol
 from django.conf import settings
-from twisted.internet import interfaces, reactor
+from twisted.internet import interfaces, reactor, tcp
 
 from vastmanager import limits, wscompress
 from vastmanager.backpressure import EXTENSION, SendWindow
@@ -52,6 +58,26 @@ MAX_QUEUED_BYTES = 1 << 20
 # it can read the answer instead of a reset), then cut the connection.
 LINGER_SECS = 2.0
 LINGER_BYTES = 1 << 20
+
+
+def write_through(transport: Any, data: bytes) -> None:
+    """`transport.write(data)`, sending at once what the socket takes when nothing is queued before it.
+
+    Only a plain TCP connection that is open for writing with an empty buffer qualifies; the rest of
+    the data (or all of it, on any socket error: Twisted's own write then meets the error and closes
+    the connection its usual way) is left to the transport, whose buffer and producer (the send
+    window) count what is really waiting."""
+    if (type(transport) is tcp.Server and not transport.TLS and transport.connected and not transport.disconnecting
+            and not transport._tempDataBuffer  # noqa: SLF001 - Twisted's buffers: the test that nothing waits
+            and transport.offset == len(transport.dataBuffer)):
+        try:
+            sent = transport.socket.send(data)
+        except OSError:  # EAGAIN, or an error Twisted reports on its own write
+            sent = 0
+        if sent >= len(data):
+            return
+        data = data[sent:]
+    transport.write(data)
 
 
 class LimitedRequest(WebRequest):
@@ -175,7 +201,42 @@ class GuardedWebSocketProtocol(WebSocketProtocol):
             if self.bytes_while_closed > settings.WS_MAX_BUFFERED_BYTES:
                 self.drop_slow(f"more than {settings.WS_MAX_BUFFERED_BYTES} bytes waiting")
                 return
-        super().sendData(data, sync, chopsize)
+        if sync or (chopsize and chopsize > 0) or self.send_queue or self.logOctets:
+            super().sendData(data, sync, chopsize)  # autobahn's queued / chopped / logged sends
+            return
+        # autobahn's plain send (transport.write and its statistics), written through
+        write_through(self.transport, data)
+        if self.state == self.STATE_OPEN:
+            self.trafficStats.outgoingOctetsWireLevel += len(data)
+        elif self.state in (self.STATE_CONNECTING, self.STATE_PROXY_CONNECTING):
+            self.trafficStats.preopenOutgoingOctetsWireLevel += len(data)
+
+    def send_shared(self, text: str) -> bool:
+        """Send a text message that many connections send, framed once per process; False when not sent
+        (the connection is closing or gone, or the message is over the frame limit: logged)."""
+        if self.state != self.STATE_OPEN or self.dropping:
+            return False
+        params = wscompress.shared_compressor(self)
+        if params is None and self._perMessageCompress is not None:  # deflate with this connection's own context
+            if self._over_limit({"text": text}):
+                return False
+            self.sendMessage(text.encode(), False)
+            return True
+        framed = wscompress.shared_frames.frame(text, params)
+        if 0 < self.maxMessagePayloadSize < framed.text_bytes:
+            log.error("not sending a %d-byte WebSocket message to %s: over the %d-byte frame limit",
+                      framed.text_bytes, self.client_addr, self.maxMessagePayloadSize)
+            return False
+        if 0 < self.autoFragmentSize < framed.payload_bytes:
+            self.sendMessage(text.encode(), False)  # autobahn fragments it
+            return True
+        stats = self.trafficStats
+        stats.outgoingWebSocketMessages += 1
+        stats.outgoingWebSocketFrames += 1
+        stats.outgoingOctetsAppLevel += framed.text_bytes
+        stats.outgoingOctetsWebSocketLevel += framed.payload_bytes
+        self.sendData(framed.wire)
+        return True
 
     def sendMessage(  # noqa: N802 - Autobahn's name
             self, payload: bytes, isBinary: bool = False, fragmentSize: int | None = None,  # noqa: N803 - Autobahn's
@@ -299,7 +360,8 @@ class GuardedServer(Server):
             return super().create_application(protocol, scope)
         secure = interfaces.ISSLTransport.providedBy(protocol.transport)
         scope.setdefault("scheme", "wss" if secure else "ws")
-        scope["extensions"] = {**(scope.get("extensions") or {}), EXTENSION: protocol.send_window}
+        scope["extensions"] = {**(scope.get("extensions") or {}), EXTENSION: protocol.send_window,
+                               wscompress.SHARED_SEND: protocol.send_shared}
         # Daphne's create_application with a metered input queue (it builds a plain one inline).
         assert "application_instance" not in self.connections[protocol]
         input_queue = MeteredQueue()

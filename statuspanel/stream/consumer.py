@@ -15,6 +15,14 @@ A client that asks with `alerts=1` (the panel does) also gets the alerts frame
 (statuspanel/stream/alerts.py, docs/ALERTS.md): the whole set of firing alerts on connect, on a
 resync, and whenever it changes; without it the stream is exactly as it was before alerts.
 
+Fan-out: a consumer does not join the snapshot group itself; the process's `Fanout` (one per loop
+and layer, statuspanel.stream.fanout) receives each snapshot once and hands every viewer the frame
+(`push_snapshot`). Where the server offers a shared send (vastmanager.server's `send_shared`, in the
+scope's extensions) a frame goes straight to the socket in that call; otherwise it is sent through
+ASGI by a flush task, newest per engine. A consumer opens a channel of its own only for the alerts
+group (a client that asks for alerts): on the Redis layer every channel is a SUBSCRIBE at connect
+and an UNSUBSCRIBE at disconnect, one at a time over the layer's connection.
+
 Back-pressure: where the server gives the connection a send window (vastmanager.backpressure), a
 client that falls behind is sent nothing while its window is closed; only the latest frame of
 each engine is kept for it (a reference to the frame every client shares) and sent when it has
@@ -25,13 +33,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs
 
 from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from gpu_engine import wire
 from gpu_engine.schema import SnapshotDocument
@@ -39,8 +49,10 @@ from statuspanel.auth import can_read_status, session_is_current
 from statuspanel.render.engine import engine_id_of
 from statuspanel.stream import alerts as alerts_frame
 from statuspanel.stream import patches
+from statuspanel.stream.fanout import Fanout, fanout_for
 from statuspanel.stream.frames import encoded_snapshot_frame_async, snapshot_frame
 from vastmanager.backpressure import SendWindow, send_window
+from vastmanager.wscompress import SHARED_SEND
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +75,36 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.flushing: asyncio.Task[None] | None = None
         self.alerts_group: str | None = None  # set when the client asked for the alerts frame
         self.alerts_seq = -1
+        self.fanout: Fanout | None = None  # set while this viewer is served by the process's fan-out
+        self.shared_send: Callable[[str], bool] | None = None  # the server's direct send, where it offers one
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Channels' AsyncConsumer.__call__ (channels 4), except that the channel is opened on demand
+        (`_open_channel`): until then the channel source waits on an event, costing nothing."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = ""
+        self._channel_open = asyncio.Event()
+        self.base_send = send
+        try:
+            await await_many_dispatch([receive, self._channel_message], self.dispatch)
+        except StopConsumer:
+            pass
+        finally:
+            if self.fanout is not None:  # ended without a disconnect (a crash, the server stopping)
+                self.fanout.drop(self)
+                self.fanout = None
+
+    async def _channel_message(self) -> dict[str, Any]:
+        await self._channel_open.wait()
+        message: dict[str, Any] = await self.channel_layer.receive(self.channel_name)  # channels is untyped
+        return message
+
+    async def _open_channel(self) -> str:
+        if not self.channel_name:
+            self.channel_name = await self.channel_layer.new_channel()
+            self._channel_open.set()
+        return self.channel_name
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Snapshot fan-out never touches the ORM: skip the base class's per-message
@@ -109,24 +151,28 @@ class StatusConsumer(AsyncWebsocketConsumer):
         self.window = send_window(self.scope)
         if self.window is not None:
             self.window.on_open(self._window_opened)
-        # Join before reading the cache: a snapshot published in between arrives twice at worst,
-        # and the seq check drops the second copy.
-        await self.channel_layer.group_add(wire.STATUS_GROUP, self.channel_name)
-        self.joined = True
+        shared_send = (self.scope.get("extensions") or {}).get(SHARED_SEND)
+        self.shared_send = shared_send if callable(shared_send) else None
         if wants_alerts == "1":
             from statuspanel.alerts.broadcast import ALERTS_GROUP
 
-            await self.channel_layer.group_add(ALERTS_GROUP, self.channel_name)
+            await self.channel_layer.group_add(ALERTS_GROUP, await self._open_channel())
             self.alerts_group = ALERTS_GROUP
         await self.accept()
+        # Join before reading the cache: a snapshot published in between arrives twice at worst,
+        # and the seq check drops the second copy.
+        self.fanout = fanout_for(self.channel_layer)
+        await self.fanout.join(self)
+        self.joined = True
         await self.send_latest()
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         self.pending.clear()
         if self.flushing is not None:
             self.flushing.cancel()
-        if self.joined:
-            await self.channel_layer.group_discard(wire.STATUS_GROUP, self.channel_name)
+        if self.fanout is not None:
+            fanout, self.fanout = self.fanout, None
+            await fanout.leave(self)
             self.joined = False
         if self.alerts_group is not None:
             await self.channel_layer.group_discard(self.alerts_group, self.channel_name)
@@ -169,29 +215,44 @@ class StatusConsumer(AsyncWebsocketConsumer):
     async def send_frame(self, engine_id: str, frame: str, seq: int | None) -> None:
         if seq is not None:
             self.sent[engine_id] = seq
-        await self.send_text(frame)
+        if self.shared_send is not None:
+            self.shared_send(frame)
+        else:
+            await self.send_text(frame)
 
-    async def deliver(self, engine_id: str, frame: str, seq: int | None = None) -> None:
-        """Send an engine's frame now, or keep it as that engine's latest while the client is behind.
+    def _can_send_now(self) -> bool:
+        window = self.window
+        return not self.pending and (window is None or window.is_open)
+
+    def offer(self, engine_id: str, frame: str, seq: int | None = None) -> None:
+        """Send an engine's frame now where the server takes it in this call (the shared send, window
+        open, nothing kept before it); otherwise keep it as that engine's latest, sent by `_flush`.
 
         A kept frame that is a patch was built from what was sent before it (`sent`), never from the
         frame it replaces: the replaced one is never sent."""
-        window = self.window
-        if window is None or (window.is_open and not self.pending):
-            await self.send_frame(engine_id, frame, seq)
+        if self.shared_send is not None and self._can_send_now():
+            if seq is not None:
+                self.sent[engine_id] = seq
+            self.shared_send(frame)
             return
         self.pending.pop(engine_id, None)  # an older frame of this engine is never sent now
         self.pending[engine_id] = (frame, seq)
-        if window.is_open:
-            self._window_opened()
+        self._window_opened()
+
+    async def deliver(self, engine_id: str, frame: str, seq: int | None = None) -> None:
+        """Send an engine's frame now, or keep it as that engine's latest while the client is behind."""
+        if self.shared_send is None and self._can_send_now():
+            await self.send_frame(engine_id, frame, seq)
+            return
+        self.offer(engine_id, frame, seq)
 
     def _window_opened(self) -> None:
-        if self.pending and self.flushing is None:
+        if self.pending and self.flushing is None and (self.window is None or self.window.is_open):
             self.flushing = asyncio.ensure_future(self._flush())
 
     async def _flush(self) -> None:
         try:
-            while self.pending and self.window is not None and self.window.is_open:
+            while self.pending and (self.window is None or self.window.is_open):
                 engine_id = next(iter(self.pending))
                 frame, seq = self.pending.pop(engine_id)
                 await self.send_frame(engine_id, frame, seq)
@@ -207,23 +268,37 @@ class StatusConsumer(AsyncWebsocketConsumer):
         frame = snapshot_frame(snap, with_html=self.with_html)
         await self.deliver(engine_id, frame, seq if isinstance(seq, int) else None)
 
+    def push_snapshot(self, engine_id: str, seq: int, frame: str) -> None:
+        """The fan-out's frame of (engine, seq): sent (or kept) unless this client has it or a newer one."""
+        if seq <= self.last_seq.get(engine_id, -1):
+            return  # stale or duplicate: never move a client backwards
+        self.last_seq[engine_id] = seq
+        if self.patches and engine_id in self.sent:
+            patch = patches.patch_frame(engine_id, self.sent[engine_id], seq, self.with_html)
+            frame = frame if patch is None else patch
+        self.offer(engine_id, frame, seq)
+
+    def push_document(self, snap: SnapshotDocument) -> None:
+        engine_id, seq = engine_id_of(snap), snap.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.last_seq.get(engine_id, -1):
+                return
+            self.last_seq[engine_id] = seq
+        self.offer(engine_id, snapshot_frame(snap, with_html=self.with_html), seq if isinstance(seq, int) else None)
+
     async def status_snapshot(self, message: dict[str, Any]) -> None:
+        """A snapshot message sent to this consumer's own channel (the fan-out sends it none)."""
         engine_id, seq, encoded = message.get("engine_id"), message.get("seq"), message.get("snapshot_json")
         if isinstance(encoded, str) and isinstance(engine_id, str) and isinstance(seq, int):
             if seq <= self.last_seq.get(engine_id, -1):
                 return
-            self.last_seq[engine_id] = seq
             frame = await encoded_snapshot_frame_async(engine_id, seq, encoded, with_html=self.with_html)
-            if frame is None:  # overtaken by a newer snapshot of this engine, on its way
-                return
-            if self.patches and engine_id in self.sent:
-                patch = patches.patch_frame(engine_id, self.sent[engine_id], seq, self.with_html)
-                frame = frame if patch is None else patch
-            await self.deliver(engine_id, frame, seq)
+            if frame is not None:  # None: overtaken by a newer snapshot of this engine, on its way
+                self.push_snapshot(engine_id, seq, frame)
             return
         snap = message.get("snapshot")
         if isinstance(snap, dict):
-            await self.send_snapshot(snap)
+            self.push_document(snap)
 
     async def send_error(self, error: str) -> None:
         await self.send_text(json.dumps({"type": "error", "error": error}))

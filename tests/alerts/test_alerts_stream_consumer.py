@@ -32,6 +32,16 @@ def _evaluate(feed: Feed, *down: str) -> None:
     evaluator.lease.release()
 
 
+async def _first_frames(stream: AlertStream) -> None:
+    """Until the stream holds its first frames: a client connecting before that reads the set itself
+    (seq 0) and then gets the stream's first publish of the same set as a newer frame."""
+    for _ in range(500):
+        if stream.latest is not None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the alert stream published nothing in 5 s")
+
+
 @pytest_asyncio.fixture
 async def stream():
     """This process's alert stream, sending through the test's loop (as the server's, in serving)."""
@@ -40,6 +50,7 @@ async def stream():
     s = AlertStream(interval=0.1)
     s.attach_loop(asyncio.get_running_loop())
     broadcast._current = s.start()
+    await _first_frames(s)
     yield s
     broadcast._current = None
     await asyncio.to_thread(s.stop)
@@ -110,6 +121,7 @@ async def test_an_acknowledge_served_here_reaches_clients_at_once_not_at_the_nex
     slow.attach_loop(asyncio.get_running_loop())
     broadcast._current = slow.start()
     try:
+        await _first_frames(slow)
         comm = await open_status("&alerts=1&format=json")
         first = await next_frame(comm)
         assert first["alerts"][0]["acknowledged_by"] is None

@@ -125,6 +125,12 @@ def test_websocket_bench_runs(tmp_path) -> None:
         assert row[2] == "2" and int(row[3]) > 0 and float(row[10]) > 0 and row[-1] == "0", out
     cost = run_bench("websocket.py", "--deflate-cost", tmp_path=tmp_path)
     assert "us per further client" in cost and "% of a core per client" in cost, cost
+    # Patch frames carry their latency in the section's data-published-at; both clients; clients in 2 processes.
+    for client in ("lean", "websockets"):
+        out = run_bench("websocket.py", "--clients", "2", "--seconds", "2", "--patch", "--client", client,
+                        "--client-procs", "2", tmp_path=tmp_path)
+        row = table_row(out, "1")
+        assert row[2] == "2" and int(row[3]) > 0 and re.fullmatch(NUMBER, row[7]) and row[-1] == "0", out
 
 
 @pytest.mark.slow
