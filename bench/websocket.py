@@ -1,7 +1,7 @@
 """WebSocket fan-out benchmark: N clients on one Daphne process while the publisher sends 10/s.
 
     .venv/bin/python bench/websocket.py --clients 200 500 [--seconds 10] [--format html|json]
-        [--compression on off] [--processes 1 2] [--patch] [--client-procs K]
+        [--compression on off] [--processes 1 2] [--frames full patch] [--client-procs K]
 
 For each (processes, compression, N) it starts fresh server processes (the guarded Daphne,
 vastmanager.server, serving the real ASGI app, with a SnapshotPublisher attached to the first
@@ -14,9 +14,10 @@ CPU per frame delivered (us/frame: the figure least moved by other load on a sha
 `--processes N` (N > 1) serves from N processes sharing the port as `servepanel --processes N` does
 (SO_REUSEPORT sockets, the Redis pub/sub channel layer on REDIS_URL, default redis://127.0.0.1:6379,
 under a private key prefix). `--compression on` makes the clients offer permessage-deflate (the
-server accepts it, WS_COMPRESSION), `off` makes them offer nothing. `--patch`: the clients ask for
-patch frames, whose latency is read off the section's `data-published-at` attribute (HTML) or the
-`published_at` they set (JSON).
+server accepts it, WS_COMPRESSION), `off` makes them offer nothing. `--frames full patch`: whole
+frames and patch frames (`?patch=1`) side by side, each in a fresh server (`--patch` alone: patch
+frames only); a patch's latency is read off the section's `data-published-at` attribute (HTML) or
+the `published_at` it sets (JSON).
 
 The clients run on the same machine, in `--client-procs` processes (default 1). By default they are
 lean readers (tests/ws_reader.py: the handshake, then frames parsed in place, the latency read off
@@ -440,8 +441,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--format", choices=["html", "json"], default="html")
     ap.add_argument("--rate", type=float, default=10.0, help="publisher max snapshots per second")
-    ap.add_argument("--patch", action="store_true", help="clients ask for patch frames (?patch=1); "
-                    "bench/fleet.py runs whole frames and patches side by side")
+    ap.add_argument("--patch", action="store_true", help="clients ask for patch frames (?patch=1): "
+                    "the same as --frames patch")
+    ap.add_argument("--frames", choices=["full", "patch"], nargs="+", default=None,
+                    help="whole frames (full), patch frames (patch, ?patch=1), or both side by side in one run")
     ap.add_argument("--compression", choices=["on", "off"], nargs="+", default=["off"],
                     help="clients offer permessage-deflate (on) or nothing (off); both: side by side")
     ap.add_argument("--processes", type=int, nargs="+", default=[1],
@@ -475,20 +478,22 @@ def main() -> None:
         ap.error("--client-procs must be at least 1 and at most the smallest --clients")
     if args.server == "runprover" and args.processes != [1]:
         ap.error("--processes applies to the synthetic server only")
-    print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} patch={int(args.patch)} "
+    kinds = args.frames or (["patch"] if args.patch else ["full"])
+    print(f"server={args.server} layer={args.layer or 'settings'} format={args.format} frames={'/'.join(kinds)} "
           f"rate<={args.rate}/s "
           f"window={args.seconds}s cores={os.cpu_count()} clients={args.client} x {args.client_procs} process(es)")
-    print(f"{'procs':>5} {'deflate':>7} {'clients':>7} {'frames':>8} {'expected':>8} {'deliv%':>6} {'p50 ms':>8} "
-          f"{'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'KB/cl/s':>8} {'server CPU':>10} {'children':>8} "
+    print(f"{'procs':>5} {'deflate':>7} {'kind':>5} {'clients':>7} {'frames':>8} {'expected':>8} {'deliv%':>6} "
+          f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'KB/cl/s':>8} {'server CPU':>10} {'children':>8} "
           f"{'us/frame':>8} {'client CPU':>10} {'errors':>6}")
     for processes in args.processes:
         for compression in args.compression:
-            for n in args.clients:
+            for n, kind in ((n, kind) for n in args.clients for kind in kinds):
                 r = bench_one(n, args.seconds, args.format, args.rate, args.server, compression == "on", processes,
-                              args.patch, args.client_procs, args.client)
+                              kind == "patch", args.client_procs, args.client)
                 delivered = 100 * r["frames"] / max(r["expected"], 1)
-                print(f"{processes:>5} {compression:>7} {r['clients']:>7} {r['frames']:>8} {r['expected']:>8} "
-                      f"{delivered:>5.0f}% {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} "
+                print(f"{processes:>5} {compression:>7} {kind:>5} {r['clients']:>7} {r['frames']:>8} "
+                      f"{r['expected']:>8} {delivered:>5.0f}% {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
+                      f"{r['p99_ms']:>8.1f} "
                       f"{r['max_ms']:>8.1f} {r['bytes_per_client_s'] / 1024:>8.1f} {r['server_cpu_pct']:>9.0f}% "
                       f"{r['server_cpu_children_pct']:>7.0f}% {r['server_us_per_frame']:>8.0f} "
                       f"{r['client_cpu_pct']:>9.0f}% {r['errors']:>6}",

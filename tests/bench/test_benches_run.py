@@ -121,8 +121,8 @@ def test_websocket_bench_runs(tmp_path) -> None:
                     "--processes", *processes, tmp_path=tmp_path)
     rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["1"], ["2"])]
     assert {(row[0], row[1]) for row in rows} == {(p, c) for p in processes for c in ("on", "off")}, out
-    for row in rows:  # procs deflate clients frames ... KB/cl/s ... errors
-        assert row[2] == "2" and int(row[3]) > 0 and float(row[10]) > 0 and row[-1] == "0", out
+    for row in rows:  # procs deflate kind clients frames ... KB/cl/s ... errors
+        assert row[2] == "full" and row[3] == "2" and int(row[4]) > 0 and float(row[11]) > 0 and row[-1] == "0", out
     cost = run_bench("websocket.py", "--deflate-cost", tmp_path=tmp_path)
     assert "us per further client" in cost and "% of a core per client" in cost, cost
     # Patch frames carry their latency in the section's data-published-at; both clients; clients in 2 processes.
@@ -130,7 +130,12 @@ def test_websocket_bench_runs(tmp_path) -> None:
         out = run_bench("websocket.py", "--clients", "2", "--seconds", "2", "--patch", "--client", client,
                         "--client-procs", "2", tmp_path=tmp_path)
         row = table_row(out, "1")
-        assert row[2] == "2" and int(row[3]) > 0 and re.fullmatch(NUMBER, row[7]) and row[-1] == "0", out
+        assert row[2] == "patch" and row[3] == "2" and int(row[4]) > 0 and re.fullmatch(NUMBER, row[8]), out
+        assert row[-1] == "0", out
+    # Whole frames and patch frames side by side in one run (bytes per client for each).
+    out = run_bench("websocket.py", "--clients", "2", "--seconds", "2", "--frames", "full", "patch", tmp_path=tmp_path)
+    kinds = {row[2]: float(row[11]) for row in (line.split() for line in out.splitlines()) if row[:1] == ["1"]}
+    assert set(kinds) == {"full", "patch"} and kinds["patch"] < kinds["full"], out
 
 
 @pytest.mark.slow
