@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from html import unescape
 from typing import Any, cast
@@ -68,14 +66,6 @@ class Sections:
     attrs: dict[str, str | None]
     root: Region
     counters: Any
-
-    @property
-    def order(self) -> tuple[str, ...]:
-        return tuple(child.name for child in self.root.children)
-
-    @property
-    def regions(self) -> dict[str, str]:
-        return {child.name: child.html for child in self.root.children}
 
 
 # What the browser keeps growing between frames never counts as a change (docs/SNAPSHOT.md "Ticking
@@ -221,53 +211,19 @@ def split_sections(html: str, counters: Any = None) -> Sections | None:
     if BODY_CLASS not in (attrs.get("class") or "").split():
         return None
     return Sections(attrs, root, counters)
-class HeldFrames:
-    """What the last frames of each engine carried, per format: the last `per_engine` of every engine
-    (a client further behind than that gets a whole frame), for at most `engines` engines.
-
-    Kept per engine, not in one LRU over all: with a fleet of N engines polled in turn, a shared
-    window of K frames held each engine's previous frame only while N stayed under K/2, and a client
-    one poll behind got a whole frame. Memory is per engine and format, `per_engine` sections."""
-
-    def __init__(self, per_engine: int, engines: int) -> None:
-        self.per_engine, self.engines = per_engine, engines
-        self._data: OrderedDict[tuple[str, bool], OrderedDict[int, Sections | str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def put(self, engine_id: str, seq: int, with_html: bool, content: Sections | str) -> None:
-        with self._lock:
-            ring = self._data.setdefault((engine_id, with_html), OrderedDict())
-            self._data.move_to_end((engine_id, with_html))
-            ring[seq] = content
-            while len(ring) > self.per_engine:
-                ring.popitem(last=False)
-            while len(self._data) > 2 * self.engines:
-                self._data.popitem(last=False)
-
-    def get(self, engine_id: str, seq: int, with_html: bool) -> Sections | str | None:
-        with self._lock:
-            ring = self._data.get((engine_id, with_html))
-            return None if ring is None else ring.get(seq)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
 # A client more than HELD_PER_ENGINE frames of an engine behind gets that engine's whole frame.
 HELD_PER_ENGINE = 4
 HELD_ENGINES = 1024
-held = HeldFrames(HELD_PER_ENGINE, HELD_ENGINES)
+# Keyed ((engine, with_html), seq): bounded per engine and format, not by one window over all engines
+# (with a fleet polled in turn, a shared window of K frames held each engine's previous frame only
+# while the fleet stayed under K/2 engines, and a client one poll behind got a whole frame).
+held: LRU[Sections | str] = LRU(2 * HELD_ENGINES * HELD_PER_ENGINE, per_engine=HELD_PER_ENGINE)
 
 
 def hold(engine_id: str, seq: Any, with_html: bool, content: Sections | str | None) -> None:
     """Remember what the frame of (engine, seq) carried (Sections, or the snapshot's JSON text)."""
     if isinstance(seq, int) and content is not None:
-        held.put(engine_id, seq, with_html, content)
-
-
-def holds(engine_id: str, seq: int, with_html: bool) -> bool:
-    return held.get(engine_id, seq, with_html) is not None
+        held.get_or_build(((engine_id, with_html), seq), lambda: content)
 
 
 def _snapshot(engine_id: str, seq: int, text: str) -> dict[str, Any] | None:
@@ -335,7 +291,7 @@ def patch_frame(engine_id: str, base: int, seq: int, with_html: bool) -> str | N
     """The patch from `base` to `seq`, or None: send the full frame.
 
     Built once per (engine, base -> seq, format) and shared by every client holding `base`."""
-    old, new = held.get(engine_id, base, with_html), held.get(engine_id, seq, with_html)
+    old, new = held.get(((engine_id, with_html), base)), held.get(((engine_id, with_html), seq))
     if old is None or new is None or base >= seq:
         return None
 
