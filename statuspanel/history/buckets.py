@@ -7,8 +7,8 @@ rectangle per busy bucket: a lane has at most BUCKETS of them. Latency percentil
 logarithmic histogram grouped the same way (within LOG_STEPS_PER_E of exact); throughput from a count
 per minute and kind. Small windows keep their exact rows (`timeline`, `charts` decide by a count).
 
-Times are compared as unix seconds computed in SQL: `EXTRACT(EPOCH ...)` on PostgreSQL, `julianday`
-on SQLite (which stores datetimes as ISO text; Django registers LN and FLOOR there).
+Times are compared as unix seconds computed in SQL: `EXTRACT(EPOCH ...)` on PostgreSQL, `strftime`
+and the stored fraction on SQLite (which stores datetimes as ISO text; Django registers LN and FLOOR there).
 """
 from __future__ import annotations
 
@@ -18,22 +18,16 @@ from typing import Any
 
 from django.db import connection
 
+from gpu_engine import history_rollup
 from gpu_engine.models import PartitionRun
 
 BUCKETS = 300                  # rectangles per lane at most (a panel lane is a few hundred pixels wide)
-LOG_STEPS_PER_E = 100          # latency histogram resolution: bucket edges 1% apart
+LOG_STEPS_PER_E = history_rollup.STEPS_PER_E  # latency histogram resolution: the rollup's buckets
 FAILED_STATES = ("failed", "retried", "cancelled")
 
 
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, timezone.utc)
-
-
-def epoch(column: str) -> str:
-    """SQL for a datetime column as unix seconds (float) on this database."""
-    if connection.vendor == "postgresql":
-        return f"EXTRACT(EPOCH FROM {column})"
-    return f"((julianday({column}) - 2440587.5) * 86400.0)"
 
 
 def table(model: Any) -> str:
@@ -53,8 +47,8 @@ def lane_buckets(engine_id: str, start: float, end: float, buckets: int = BUCKET
     One pass over the window's rows, grouped by worker and the bucket of the run's GPU start (its
     finalize start where it had no GPU phase); the finalize lane adds up the workers' groups."""
     width = (end - start) / buckets
-    gs, ge = epoch("gpu_started_at"), epoch("gpu_ended_at")
-    fs, fe = epoch("finalize_started_at"), epoch("finalize_ended_at")
+    gs, ge = history_rollup.epoch("gpu_started_at"), history_rollup.epoch("gpu_ended_at")
+    fs, fe = history_rollup.epoch("finalize_started_at"), history_rollup.epoch("finalize_ended_at")
     failed = f"state IN ({', '.join(['%s'] * len(FAILED_STATES))})"
     sql = (f"SELECT worker_id, FLOOR((COALESCE({gs}, {fs}) - %s) / %s), "
            f"SUM(CASE WHEN gpu_started_at IS NOT NULL AND gpu_ended_at IS NOT NULL THEN 1 ELSE 0 END), "

@@ -72,7 +72,7 @@ def throughput(engine_id: str, now: float | None = None, minutes: int = 60) -> d
     end = now - now % 60 + 60               # the current minute is the last bucket
     start = end - minutes * 60
     per_minute: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    finished = buckets.epoch("finished_at")
+    finished = history_rollup.epoch("finished_at")
     with connection.cursor() as cursor:  # one count per minute and kind, grouped in the database
         cursor.execute(f"SELECT FLOOR(({finished} - %s) / 60), proof_kind, COUNT(*) "
                        f"FROM {buckets.table(ProofJob)} "
@@ -212,7 +212,7 @@ def _latency_rollup(engine_id: str, window_secs: float, now: float) -> dict[str,
 def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> dict[str, Any]:
     """Many runs in the window: percentiles from histograms grouped in the database."""
     part_table = buckets.table(PartitionRun)
-    s0, end = buckets.epoch("synth_started_at"), buckets.epoch("ended_at")
+    s0, end = history_rollup.epoch("synth_started_at"), history_rollup.epoch("ended_at")
     # A row from before the phase spans were stored counts its phases' sum.
     phases = "(COALESCE(synth_ms, 0) + COALESCE(gpu_ms, 0) + COALESCE(finalize_ms, 0)) / 1000.0"
     value = f"(CASE WHEN synth_started_at IS NOT NULL THEN {end} - {s0} ELSE {phases} END)"
@@ -222,7 +222,7 @@ def _latency_histograms(engine_id: str, since: datetime, window_secs: float) -> 
     jobs = buckets.log_histogram(
         f"FROM {job_table} WHERE claimed_by = %s AND finished_at >= %s AND status = %s AND started_at IS NOT NULL",
         [engine_id, since, JobStatus.DONE], KIND_EXPRESSION,
-        f"({buckets.epoch('finished_at')} - {buckets.epoch('started_at')})")
+        f"({history_rollup.epoch('finished_at')} - {history_rollup.epoch('started_at')})")
     return {"partitions": _rows({}, parts), "jobs": _rows({}, jobs), "window_secs": window_secs}
 
 
