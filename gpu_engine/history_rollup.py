@@ -134,13 +134,15 @@ def epoch(column: str) -> str:
     """SQL for a datetime column as unix seconds (float), to the microsecond, for a query run with
     parameters (its "%" is doubled).
 
-    SQLite's date functions keep milliseconds only (`julianday` truncates), so there the whole seconds
-    come from `strftime('%s')` and the fraction from the stored text ("YYYY-MM-DD HH:MM:SS.ffffff"):
-    a duration computed in SQL falls in the same latency bucket as one computed in Python from the
-    same values (the writer's rollup and the charts' histograms agree)."""
+    SQLite's date functions keep milliseconds only, rounded (a time at .9996 s reads as the next
+    second), so there the whole seconds come from `strftime('%s')` of the text cut before its fraction
+    and the fraction from the stored text ("YYYY-MM-DD HH:MM:SS.ffffff"): a duration computed in SQL
+    falls in the same latency bucket as one computed in Python from the same values (the writer's
+    rollup and the charts' histograms agree)."""
     if connection.vendor == "postgresql":
         return f"EXTRACT(EPOCH FROM {column})"
-    return f"(CAST(strftime('%%s', {column}) AS REAL) + COALESCE(CAST(substr({column}, 20) AS REAL), 0.0))"
+    return (f"(CAST(strftime('%%s', substr({column}, 1, 19)) AS REAL) "
+            f"+ COALESCE(CAST(substr({column}, 20) AS REAL), 0.0))")
 
 
 def backfill(since: datetime) -> None:
