@@ -34,6 +34,7 @@ KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 MODULES = ("ntt.cu", "msm.cu")
 STAGING_LIMIT = 64 * 2**20  # the most page-locked host memory a worker pins; larger transfers go in pieces
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+_PRAGMA_ONCE = re.compile(r'^\s*#\s*pragma\s+once\s*$', re.M)
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(')
 
 _cubins: dict[tuple[str, str], bytes] = {}
@@ -51,9 +52,10 @@ def _import_pycuda():
 
 def kernel_source(name: str, _seen: set[str] | None = None) -> str:
     """The .cu file with its local headers inlined (once each), so that the compiler
-    cache's key covers the headers too."""
+    cache's key covers the headers too. Their `#pragma once` goes: inlined, it only makes nvcc
+    warn ("#pragma once in main file"), and PyCUDA turns every compiler word into a warning."""
     seen = set() if _seen is None else _seen
-    text = (KERNEL_DIR / name).read_text()
+    text = _PRAGMA_ONCE.sub("", (KERNEL_DIR / name).read_text())
 
     def expand(match: re.Match) -> str:
         header = match.group(1)

@@ -77,8 +77,9 @@ class Step:
     title: str
     ok: bool
     seconds: float
-    output: str = ""
+    output: str = ""                    # the tail of stdout and stderr together
     note: str = ""
+    stdout: str = ""                    # stdout alone, whole: a table a step prints for the report
     required: bool = True
 
 
@@ -99,11 +100,12 @@ class Run:
                 proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True,
                                       text=True, timeout=min(left, cap or left))
                 out, ok, note = proc.stdout + proc.stderr, proc.returncode == 0, f"exit {proc.returncode}"
+                stdout = proc.stdout
             except subprocess.TimeoutExpired as exc:
                 partial = exc.stdout or ""
                 out = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
-                ok, note = False, f"timed out after {time.monotonic() - start:.0f} s"
-            step = Step(title, ok, time.monotonic() - start, out[-TAIL:], note)
+                ok, note, stdout = False, f"timed out after {time.monotonic() - start:.0f} s", ""
+            step = Step(title, ok, time.monotonic() - start, out[-TAIL:], note, stdout=stdout)
         step.required = required
         print(f"gpucheck: {title}: {'ok' if step.ok else 'FAILED'} ({step.note}, {step.seconds:.0f} s)", flush=True)
         self.steps.append(step)
@@ -206,7 +208,7 @@ def run_checks(args: argparse.Namespace, gpus: str) -> tuple[Run, str]:
     if not pycuda.ok:
         return run, kernels
     report = run.run("kernel resources (PyCUDA)", [str(py), "-m", "gpu_engine.gpucheck", "kernels"], cap=180)
-    kernels = report.output if report.ok else ""
+    kernels = report.stdout if report.ok else ""  # the table, not the compiler's words on stderr
     for title, targets in TEST_STEPS:
         run.run(title, [str(py), "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider", *targets],
                 cap=240)

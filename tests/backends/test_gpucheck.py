@@ -81,6 +81,17 @@ def test_steps_are_bounded_and_the_report_says_what_happened(tmp_path):
     assert "## Kernel resources" in text and "## a failing step: output (tail)" not in text  # no output, no section
 
 
+def test_a_steps_table_is_kept_whole_apart_from_its_warnings():
+    """The kernel table must reach the report whole: on the first GPU run the compiler's warnings on
+    stderr filled the step's tail and cut the table's first rows off."""
+    run = check.Run(time.monotonic() + 30)
+    table = "\n".join(f"| ntt.cu | kernel_{i} |" for i in range(40))
+    step = run.run("a table and noise", [sys.executable, "-c", f"import sys; print({table!r}); "
+                                         f"sys.stderr.write('warning: noise\\n' * 2000)"])
+    assert step.ok and step.stdout.strip() == table
+    assert "kernel_0 |" not in step.output  # the tail alone would have lost it
+
+
 def test_pycudas_build_finds_the_toolkit_behind_an_nvcc_wrapper(tmp_path):
     root = check.cuda_root()
     assert root is not None and (root / "include" / "cuda.h").is_file()

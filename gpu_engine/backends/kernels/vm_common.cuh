@@ -12,15 +12,16 @@
 #define VM_HD_CALL __host__ __device__ __noinline__
 #define VM_UNROLL _Pragma("unroll")
 // Constants live in __constant__ memory on the device and in a static array on the host;
-// VM_C(name) picks the copy of whichever compilation pass is running.
+// VM_C(name) picks the copy of whichever compilation pass is running (the other pass leaves
+// its copy unused, hence maybe_unused: the compiler's warnings reach operators' logs).
 #define VM_CONSTS(name, n, ...)                                   \
     __device__ __constant__ uint32_t name##_DEV[n] = {__VA_ARGS__}; \
-    static const uint32_t name##_HOST[n] = {__VA_ARGS__};
+    [[maybe_unused]] static const uint32_t name##_HOST[n] = {__VA_ARGS__};
 #else
 #define VM_HD static inline
 #define VM_HD_CALL static inline
 #define VM_UNROLL
-#define VM_CONSTS(name, n, ...) static const uint32_t name##_HOST[n] = {__VA_ARGS__};
+#define VM_CONSTS(name, n, ...) [[maybe_unused]] static const uint32_t name##_HOST[n] = {__VA_ARGS__};
 #endif
 
 #ifdef __CUDA_ARCH__
