@@ -1,6 +1,7 @@
 """The feeder: claims jobs from the durable queue and schedules their partitions' synthesis.
 
-It claims only while the pipeline has room (about two partitions waiting per worker), so an
+It claims only while the pipeline has room at every stage (about two partitions waiting per worker,
+and no more partitions held anywhere than the stages work on at once plus that margin), so an
 engine never hoards leases it cannot work on; each partition reserves its memory-budget bytes
 before synthesis and holds them until its settlement.
 """
@@ -41,6 +42,9 @@ class Feeder:
         self._claims = itertools.count()
         self._slots = threading.Semaphore(config.synth_workers)
         self._inflight = 0
+        # Partitions held anywhere (synthesis, the GPU queue and workers, the finalizers' backlog)
+        # past which no new job is claimed: each stage's concurrency plus about two waiting per worker.
+        self._held_cap = config.synth_workers + 2 * workers + 2 * config.finalizers
         self.pool = ProcessPool("synthesis", config.synth_workers)
 
     def run_loop(self, on_exit: Callable[[], None]) -> None:
@@ -85,10 +89,16 @@ class Feeder:
         return None
 
     def _room_for_claim(self) -> bool:
-        """Claim only while fewer partitions wait for a worker than about two per worker."""
+        """Claim only while fewer partitions wait for a worker than about two per worker and the
+        partitions held in every stage are within `_held_cap`. The device part can be far faster
+        than the CPU tail (on an H200 a partition's GPU stage took 44 ms, its finalize much longer):
+        counting the GPU queue alone let an engine claim 86 jobs whose partitions all waited for
+        the finalizer, each job's latency growing while other engines could have proved them."""
         with self.ledger.lock:
             waiting = self.work.qsize() + self._inflight
-        return waiting < 2 * self._workers
+            # a held job counts at least once: one finishing (its bundle stored by the history thread) too
+            held = sum(max(job.outstanding, 1) for job in self.ledger.active.values())
+        return waiting < 2 * self._workers and held < self._held_cap
 
     def _claim(self) -> bool:
         cfg, ledger = self.config, self.ledger
