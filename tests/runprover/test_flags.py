@@ -20,6 +20,7 @@ def site(tmp_path_factory):
     [
         (["--workers", "0"], "expected a positive integer, got 0"),
         (["--synth-workers", "x"], "expected a positive integer, got 'x'"),
+        (["--finalizers", "0"], "expected a positive integer, got 0"),
         (["--memory-budget", "8 parsecs"], "unknown size unit 'parsecs'"),
         (["--memory-budget", "0"], "--memory-budget must be positive"),
         (["--bind", "8000"], "--bind expects HOST:PORT"),

@@ -54,8 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
         parser.add_argument("--synth-workers", type=cli.positive_int, default=max(1, (os.cpu_count() or 2) // 2),
                             metavar="N", help="synthesis processes (default: half the cores)")
-        parser.add_argument("--finalizers", type=cli.positive_int, default=1, metavar="N",
-                            help="threads finishing partitions on the CPU (default 1)")
+        parser.add_argument("--finalizers", type=cli.positive_int, default=None, metavar="N",
+                            help="threads finishing partitions on the CPU (default: a quarter of the cores "
+                                 "with the CUDA backend, 1 with the CPU backend)")
         parser.add_argument("--proving-processes", type=_non_negative_int, default=None, metavar="N",
                             help="processes for the CPU-heavy proving work, off the web server's GIL "
                                  "(default: CPU workers + finalizers, at most the cores; 0 = in the engine's threads)")
@@ -81,7 +82,7 @@ class Command(BaseCommand):
                                  f"got {opts['drain_secs']}")
             config = EngineConfig(
                 engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
-                synth_workers=opts["synth_workers"], finalizers=opts["finalizers"],
+                synth_workers=opts["synth_workers"], finalizers=opts["finalizers"] or cli.default_finalizers(backend),
                 memory_budget=opts["memory_budget"], drain_secs=opts["drain_secs"],
                 proving_processes=opts["proving_processes"],
             )
