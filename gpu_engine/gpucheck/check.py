@@ -27,13 +27,14 @@ ROOT = wheelhouse.ROOT
 DEFAULT_REPORT = ROOT / "test-artifacts" / "gpucheck" / "report.md"
 DEFAULT_VENV = ROOT / ".cache" / "gpucheck-venv"
 TAIL = 6000
-# (title, pytest arguments): kernels first, then one partition, then whole proofs.
+# (title, pytest arguments): kernels first, then one partition, then whole proofs, then the engine.
 TEST_STEPS = (
     ("GPU kernels: NTT, odd-coset H, MSM", list(wheelhouse.GPU_TEST_FILES[:3])),
     ("contexts, faults, backend choice", ["tests/backends/test_cuda_context.py", "tests/backends/test_selection.py"]),
     ("one partition: H on the GPU equals the CPU's", ["tests/backends/test_cuda_partition_proof.py", "-k", "same_h"]),
     ("whole partition proofs verified by the CPU verifier",
      ["tests/backends/test_cuda_partition_proof.py", "-k", "verifies"]),
+    ("the engine: a mixed batch on two workers sharing the device", ["tests/backends/test_cuda_engine.py"]),
 )
 BENCH_ARGS = ["--ntt", "16", "22", "--msm", "12", "20", "--cpu-max-log", "14", "--repeat", "3", "--hot-log", "18"]
 

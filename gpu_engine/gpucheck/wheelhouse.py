@@ -36,6 +36,7 @@ GPU_TEST_FILES = (
     "tests/backends/test_cuda_context.py",
     "tests/backends/test_selection.py",
     "tests/backends/test_cuda_partition_proof.py",
+    "tests/backends/test_cuda_engine.py",
 )
 # Read too: the fixtures and helpers those modules use, and the bench gpucheck runs after them.
 SUPPORT_FILES = ("tests/conftest.py", "tests/backends/conftest.py", "tests/backends/helpers.py", "bench/gpu.py")
