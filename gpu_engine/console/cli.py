@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -78,15 +77,6 @@ def resolve_devices(requested_backend: str, gpus: str | list[int]) -> tuple[str,
     if missing:
         raise ValueError(f"GPU ordinal(s) {missing} not present; this machine has {count} GPU(s)")
     return backend, list(gpus)
-
-
-def default_finalizers(backend: str, cpus: int | None = None) -> int:
-    """Finalizer threads when `--finalizers` is not given. With a GPU the CPU tail is the slow stage:
-    on an H200 one finalizer settled about 6 partitions a second while a worker's device part took
-    44 ms, so there a quarter of the cores finish partitions (each a proving process too). The CPU
-    backend keeps one: its workers are CPU work already."""
-    cpus = cpus or os.cpu_count() or 2
-    return max(1, cpus // 4) if backend == "cuda" else 1
 
 
 class ParamsProgress:

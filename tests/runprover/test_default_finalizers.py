@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_engine.console.cli import default_finalizers
+from gpu_engine.engine.proving import default_finalizers
 
 
 @pytest.mark.parametrize("backend, cpus, expected", [

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from gpu_engine import runtime
 from gpu_engine.console import cli
 from gpu_engine.engine import Engine, EngineConfig
+from gpu_engine.engine.proving import default_finalizers
 from gpu_engine.formatting import human_bytes
 from vastmanager import serving
 
@@ -82,7 +83,7 @@ class Command(BaseCommand):
                                  f"got {opts['drain_secs']}")
             config = EngineConfig(
                 engine_id=engine_id, backend=backend, gpus=gpus, workers_per_device=opts["workers"],
-                synth_workers=opts["synth_workers"], finalizers=opts["finalizers"] or cli.default_finalizers(backend),
+                synth_workers=opts["synth_workers"], finalizers=opts["finalizers"] or default_finalizers(backend),
                 memory_budget=opts["memory_budget"], drain_secs=opts["drain_secs"],
                 proving_processes=opts["proving_processes"],
             )
